@@ -1,0 +1,18 @@
+// Writes the tiny test model: `npm run test-model [-- OUT.gguf]`.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildTinyModel } from "./tiny-model.js";
+
+export const DEFAULT_TINY_MODEL_PATH = fileURLToPath(new URL("./tiny.gguf", import.meta.url));
+
+export function writeTinyModel(path = DEFAULT_TINY_MODEL_PATH): string {
+  const out = resolve(path);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, buildTinyModel());
+  return out;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  console.log(writeTinyModel(process.argv[2]));
+}

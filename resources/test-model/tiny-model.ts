@@ -1,0 +1,247 @@
+// The recipe for the tiny test model: a one-layer llama whose attention and feed-forward blocks are zeroed,
+// so the residual stream is the one-hot embedding of the current token and the output matrix is a
+// first-order Markov transition table. The table is crafted (and seeded) so that generation:
+//   "\n" -> <think> -> a few thought words -> </think> -> answer words -> <|im_end|>
+// Greedy decoding walks a fixed chain; sampling walks a short random path. Byte tokens give JSON grammars
+// something to choose from and prefer closing quotes and brackets, so constrained output stays short.
+import { readFileSync } from "node:fs";
+import { encodeGguf, type GgufTensor, type GgufValue } from "./gguf-writer.js";
+
+export const TINY_MODEL_SEED = 20261122;
+
+const THOUGHT_WORDS = [
+  "hmm", "let", "me", "consider", "the", "question", "first", "maybe",
+  "it", "seems", "so", "then", "check", "again", "okay", "right",
+];
+const ANSWER_WORDS = [
+  "Sure", "here", "is", "a", "short", "answer", "about", "blue",
+  "rivers", "and", "quiet", "stones", "under", "seven", "bright", "stars",
+];
+/** How many links the greedy chains have before they close the thought / end the turn. */
+const GREEDY_THOUGHT_LENGTH = 5;
+const GREEDY_ANSWER_LENGTH = 6;
+
+const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, byte: 6 } as const;
+
+export interface TinyVocab {
+  tokens: string[];
+  types: number[];
+  id: (piece: string) => number;
+  thoughtWords: number[];
+  answerWords: number[];
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+export function buildVocab(seed = TINY_MODEL_SEED): TinyVocab {
+  const random = mulberry32(seed);
+  const tokens: string[] = [];
+  const types: number[] = [];
+  const add = (piece: string, type: number) => {
+    tokens.push(piece);
+    types.push(type);
+  };
+  add("<unk>", TOKEN_TYPE.unknown);
+  add("<s>", TOKEN_TYPE.control);
+  add("</s>", TOKEN_TYPE.control);
+  add("<|im_start|>", TOKEN_TYPE.control);
+  add("<|im_end|>", TOKEN_TYPE.control);
+  add("<|endoftext|>", TOKEN_TYPE.control);
+  for (const tag of ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<tools>", "</tools>"])
+    add(tag, TOKEN_TYPE.userDefined);
+  for (let b = 0; b < 256; b++) add(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`, TOKEN_TYPE.byte);
+  add("\u2581", TOKEN_TYPE.normal);
+  const thoughtStart = tokens.length;
+  for (const w of shuffled(THOUGHT_WORDS, random)) add(`\u2581${w}`, TOKEN_TYPE.normal);
+  const answerStart = tokens.length;
+  for (const w of shuffled(ANSWER_WORDS, random)) add(`\u2581${w}`, TOKEN_TYPE.normal);
+
+  const index = new Map(tokens.map((t, i) => [t, i]));
+  return {
+    tokens,
+    types,
+    id(piece) {
+      const found = index.get(piece);
+      if (found === undefined) throw new Error(`no token ${JSON.stringify(piece)}`);
+      return found;
+    },
+    thoughtWords: THOUGHT_WORDS.map((_, i) => thoughtStart + i),
+    answerWords: ANSWER_WORDS.map((_, i) => answerStart + i),
+  };
+}
+
+/** transitions[current][next] = logit. */
+export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED): Float32Array[] {
+  const random = mulberry32(seed ^ 0x5eed);
+  const n = vocab.tokens.length;
+  const byte = (ch: string) => vocab.id(`<0x${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}>`);
+  const imEnd = vocab.id("<|im_end|>");
+  const think = vocab.id("<think>");
+  const thinkEnd = vocab.id("</think>");
+  const toolCall = vocab.id("<tool_call>");
+  const toolCallEnd = vocab.id("</tool_call>");
+  const T = vocab.thoughtWords;
+  const A = vocab.answerWords;
+
+  const base = () => new Float32Array(n).fill(-30);
+  const rows: Float32Array[] = [];
+  for (let s = 0; s < n; s++) {
+    // Default row: end the turn, or close whatever JSON structure a grammar has open.
+    const row = base();
+    row[imEnd] = 3;
+    for (const ch of ['"', "}", "]"]) row[byte(ch)] = 2;
+    rows.push(row);
+  }
+  const jitter = () => (random() - 0.5) * 0.2;
+
+  const newline = rows[byte("\n")]!;
+  newline[imEnd] = -30;
+  newline[think] = 10;
+  for (const a of A) newline[a] = 4 + jitter();
+  newline[A[0]!] = 6;
+  newline[toolCall] = 5.5;
+
+  const thinkRow = base();
+  for (const t of T) thinkRow[t] = 5 + jitter();
+  thinkRow[T[0]!] = 8;
+  rows[think] = thinkRow;
+
+  T.forEach((t, i) => {
+    const row = base();
+    for (const other of T) row[other] = 4 + jitter();
+    if (i < GREEDY_THOUGHT_LENGTH - 1) {
+      row[T[i + 1]!] = 7;
+      row[thinkEnd] = 6;
+    } else if (i === GREEDY_THOUGHT_LENGTH - 1) {
+      row[thinkEnd] = 8;
+    } else {
+      row[T[Math.floor(random() * T.length)]!] = 7;
+      row[thinkEnd] = 6;
+    }
+    rows[t] = row;
+  });
+
+  const thinkEndRow = base();
+  for (const a of A) thinkEndRow[a] = 5 + jitter();
+  thinkEndRow[A[0]!] = 8;
+  thinkEndRow[toolCall] = 6.5;
+  rows[thinkEnd] = thinkEndRow;
+
+  A.forEach((a, i) => {
+    const row = base();
+    for (const other of A) row[other] = 4 + jitter();
+    if (i < GREEDY_ANSWER_LENGTH - 1) {
+      row[A[i + 1]!] = 7;
+      row[imEnd] = 5.5;
+    } else if (i === GREEDY_ANSWER_LENGTH - 1) {
+      row[imEnd] = 8;
+    } else {
+      row[A[Math.floor(random() * A.length)]!] = 7;
+      row[imEnd] = 5.5;
+    }
+    rows[a] = row;
+  });
+
+  const toolCallEndRow = base();
+  toolCallEndRow[imEnd] = 8;
+  rows[toolCallEnd] = toolCallEndRow;
+  return rows;
+}
+
+export interface TinyModelOptions {
+  seed?: number;
+  contextLength?: number;
+}
+
+export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
+  const seed = options.seed ?? TINY_MODEL_SEED;
+  const vocab = buildVocab(seed);
+  const rows = buildTransitions(vocab, seed);
+  const nVocab = vocab.tokens.length;
+  const nEmbd = 384;
+  const nHead = 6;
+  const nFf = 64;
+  if (nVocab > nEmbd) throw new Error("vocabulary must fit the one-hot embedding");
+
+  const embd = new Float32Array(nEmbd * nVocab);
+  for (let t = 0; t < nVocab; t++) embd[t * nEmbd + t] = 1;
+  const output = new Float32Array(nEmbd * nVocab);
+  for (let next = 0; next < nVocab; next++)
+    for (let current = 0; current < nVocab; current++) output[next * nEmbd + current] = rows[current]![next]!;
+
+  const ones = (k: number, v = 1) => new Float32Array(k).fill(v);
+  const zeros = (k: number) => new Float32Array(k);
+  const tensors: GgufTensor[] = [
+    { name: "token_embd.weight", dims: [nEmbd, nVocab], data: embd },
+    // RMSNorm turns a one-hot vector into sqrt(nEmbd) at its index; scale it back to 1.
+    { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd, 1 / Math.sqrt(nEmbd)) },
+    { name: "output.weight", dims: [nEmbd, nVocab], data: output },
+    { name: "blk.0.attn_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
+    { name: "blk.0.attn_q.weight", dims: [nEmbd, nEmbd], data: zeros(nEmbd * nEmbd) },
+    { name: "blk.0.attn_k.weight", dims: [nEmbd, nEmbd], data: zeros(nEmbd * nEmbd) },
+    { name: "blk.0.attn_v.weight", dims: [nEmbd, nEmbd], data: zeros(nEmbd * nEmbd) },
+    { name: "blk.0.attn_output.weight", dims: [nEmbd, nEmbd], data: zeros(nEmbd * nEmbd) },
+    { name: "blk.0.ffn_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
+    { name: "blk.0.ffn_gate.weight", dims: [nEmbd, nFf], data: zeros(nEmbd * nFf) },
+    { name: "blk.0.ffn_up.weight", dims: [nEmbd, nFf], data: zeros(nEmbd * nFf) },
+    { name: "blk.0.ffn_down.weight", dims: [nFf, nEmbd], data: zeros(nEmbd * nFf) },
+  ];
+
+  const template = readFileSync(new URL("./chat-template.jinja", import.meta.url), "utf8");
+  const u32 = (value: number): GgufValue => ({ type: "u32", value });
+  const metadata: Array<[string, GgufValue]> = [
+    ["general.architecture", { type: "string", value: "llama" }],
+    ["general.name", { type: "string", value: "svc tiny test model" }],
+    ["general.description", { type: "string", value: `Seeded Markov-chain test model (seed ${seed}); not a language model.` }],
+    ["llama.context_length", u32(options.contextLength ?? 32768)],
+    ["llama.embedding_length", u32(nEmbd)],
+    ["llama.block_count", u32(1)],
+    ["llama.feed_forward_length", u32(nFf)],
+    ["llama.attention.head_count", u32(nHead)],
+    ["llama.attention.head_count_kv", u32(nHead)],
+    ["llama.rope.dimension_count", u32(nEmbd / nHead)],
+    ["llama.attention.layer_norm_rms_epsilon", { type: "f32", value: 1e-6 }],
+    ["llama.vocab_size", u32(nVocab)],
+    ["tokenizer.ggml.model", { type: "string", value: "llama" }],
+    ["tokenizer.ggml.tokens", { type: "array", itemType: "string", value: vocab.tokens }],
+    ["tokenizer.ggml.scores", { type: "array", itemType: "f32", value: vocab.tokens.map(() => 0) }],
+    ["tokenizer.ggml.token_type", { type: "array", itemType: "i32", value: vocab.types }],
+    ["tokenizer.ggml.bos_token_id", u32(vocab.id("<s>"))],
+    ["tokenizer.ggml.eos_token_id", u32(vocab.id("<|im_end|>"))],
+    ["tokenizer.ggml.unknown_token_id", u32(vocab.id("<unk>"))],
+    ["tokenizer.ggml.padding_token_id", u32(vocab.id("<|endoftext|>"))],
+    ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_eos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
+    ["tokenizer.chat_template", { type: "string", value: template }],
+  ];
+  return encodeGguf(metadata, tensors);
+}
+
+/** The text greedy decoding produces, for tests that pin exact output. */
+export function greedyTexts(seed = TINY_MODEL_SEED): { thought: string; answer: string } {
+  const vocab = buildVocab(seed);
+  const word = (id: number) => vocab.tokens[id]!.replace("\u2581", " ");
+  return {
+    thought: vocab.thoughtWords.slice(0, GREEDY_THOUGHT_LENGTH).map(word).join(""),
+    answer: vocab.answerWords.slice(0, GREEDY_ANSWER_LENGTH).map(word).join(""),
+  };
+}
