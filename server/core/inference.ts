@@ -1,0 +1,178 @@
+// The canonical request and event stream. Every surface decodes into InferenceRequest and encodes from
+// InferenceEvent / InferenceResult; batches and agent runs use the same types. No vendor's JSON lives here.
+
+export type JsonSchema = Record<string, unknown>;
+
+export type Mode = "fast" | "thinking";
+
+/** Where a file's bytes come from. Resolved to text by the ingest step before the engine sees the request. */
+export type FileSource =
+  | { kind: "file_id"; fileId: string }
+  | { kind: "base64"; mediaType: string; data: string }
+  | { kind: "url"; url: string }
+  | { kind: "text"; mediaType: string; text: string };
+
+export type ContentPart =
+  | { type: "text"; text: string; cacheBreakpoint?: boolean }
+  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean }
+  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text of the arguments object. */
+  arguments: string;
+}
+
+export type CanonicalMessage =
+  | { role: "system"; content: ContentPart[] }
+  | { role: "user"; content: ContentPart[] }
+  | { role: "assistant"; content: ContentPart[]; reasoning?: string; toolCalls?: ToolCall[] }
+  | { role: "tool"; toolCallId: string; content: ContentPart[]; isError?: boolean };
+
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** A JSON schema for the arguments object. */
+  parameters: JsonSchema;
+  /** Cache breakpoint after this tool's definition (Messages surface). */
+  cacheBreakpoint?: boolean;
+  /** Where the surface found the schema (e.g. "tools[0].function.parameters"), for error messages. */
+  param?: string;
+}
+
+export type ToolChoice =
+  | { type: "auto" }
+  | { type: "none" }
+  | { type: "required" }
+  | { type: "tool"; name: string };
+
+export type OutputFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; name?: string; schema: JsonSchema; strict?: boolean; param?: string };
+
+export interface SamplingOptions {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  seed?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+}
+
+export interface ReasoningRequest {
+  /** fast: no reasoning; thinking: reasoning up to budgetTokens. */
+  mode: Mode;
+  /** Upper bound on reasoning tokens (already capped by max_reasoning_tokens; max_tokens caps it again in the engine). */
+  budgetTokens: number;
+  /** What the client asked for, for svc_complexity and traces: e.g. "medium", "haiku", "enabled:2048". */
+  effort: string;
+}
+
+export interface GlassboxOptions {
+  /** Below this confidence the answer finishes with low_confidence. */
+  threshold?: number;
+  /** Below this confidence the service abstains (finish abstained). */
+  abstainBelow?: number;
+}
+
+export type RefusalMode = "soft" | "strict";
+
+export type SurfaceName = "chat" | "responses" | "messages" | "batch" | "agent";
+
+export interface InferenceRequest {
+  surface: SurfaceName;
+  /** System and developer prompts come first, as system messages. */
+  messages: CanonicalMessage[];
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  parallelToolCalls?: boolean;
+  output: OutputFormat;
+  reasoning: ReasoningRequest;
+  /** Bounds reasoning plus answer tokens. Undefined: up to the context window. */
+  maxTokens?: number;
+  /** Applied to the visible answer only. */
+  stopSequences: string[];
+  sampling: SamplingOptions;
+  glassbox?: GlassboxOptions;
+  refusalMode?: RefusalMode;
+  sessionId?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Why generation ended. Surfaces map these to finish_reason / stop_reason / status. */
+export type StopReason =
+  | "end_turn" // the model finished its answer
+  | "stop_sequence" // a stop sequence hit (stopSequence holds it)
+  | "max_tokens" // max_tokens reached, or reasoning spent the whole budget
+  | "tool_calls" // the model called one or more tools
+  | "low_confidence" // glassbox: below the caller's threshold
+  | "abstained"; // glassbox: below the hard cutoff
+
+export interface Usage {
+  promptTokens: number;
+  /** Prompt tokens served from the prefix cache (a subset of promptTokens). */
+  cachedTokens: number;
+  /** Prompt tokens written at cache breakpoints (Messages surface), a subset of promptTokens - cachedTokens. */
+  cacheWriteTokens: number;
+  /** Reasoning plus answer tokens. */
+  completionTokens: number;
+  /** A subset of completionTokens. */
+  reasoningTokens: number;
+}
+
+/** svc_complexity: a cheap description of how demanding the request was. See docs/api.md. */
+export interface Complexity {
+  /** 0..1, from prompt size, tools, structured output and reasoning used. */
+  score: number;
+  level: "low" | "medium" | "high";
+  mode: Mode;
+  effort: string;
+  reasoning_budget: number;
+  reasoning_tokens: number;
+  prompt_tokens: number;
+  tools: number;
+  structured_output: boolean;
+}
+
+/** svc_trace: present when glassbox was requested. */
+export interface Trace {
+  /** 0..1; null until the glassbox feature computes it. */
+  confidence: number | null;
+  mode: Mode;
+  effort: string;
+  reasoning_budget: number;
+  reasoning_tokens: number;
+  cached_tokens: number;
+  stop_reason: StopReason;
+  threshold: number | null;
+  abstain_below: number | null;
+}
+
+export interface InferenceResult {
+  /** The resolved mode, shown as svc-fast / svc-thinking. */
+  mode: Mode;
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCall[];
+  stopReason: StopReason;
+  stopSequence: string | null;
+  usage: Usage;
+  complexity: Complexity;
+  trace?: Trace;
+}
+
+export type InferenceEvent =
+  /** First event of every run: the prompt is evaluated and generation has begun. */
+  | { type: "start"; mode: Mode; promptTokens: number; cachedTokens: number }
+  | { type: "reasoning.delta"; text: string }
+  | { type: "text.delta"; text: string }
+  | { type: "tool_call.start"; index: number; id: string; name: string }
+  | { type: "tool_call.delta"; index: number; argumentsDelta: string }
+  | { type: "tool_call.end"; index: number; arguments: string }
+  | { type: "done"; result: InferenceResult };
+
+export function modelIdOfMode(mode: Mode): "svc-fast" | "svc-thinking" {
+  return mode === "fast" ? "svc-fast" : "svc-thinking";
+}
