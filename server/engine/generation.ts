@@ -1,0 +1,384 @@
+// One generation on one sequence, as a state machine over sampled tokens:
+//
+//   reasoning ──(close marker, budget spent, or end of turn)──► answer ──(end of turn / stop / max)──► done
+//                                                                  │ tool-call marker, or a forced call
+//                                                                  ▼
+//                                            tool name ──► tool arguments ──► after tool ──► (another call | done)
+//
+// Everything the library would do too eagerly is done here instead: stop sequences are matched on the
+// visible answer only, grammars constrain only the answer or the call being written, and the reasoning
+// budget closes the thought by forcing the model's own closing marker.
+import {
+  LlamaGrammarEvaluationState,
+  TokenBias,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  type LlamaModel,
+  type SequenceEvaluateOptions,
+  type Token,
+} from "node-llama-cpp";
+import { newId } from "../core/ids.js";
+import type { ToolCall, ToolDefinition } from "../core/inference.js";
+import type { PromptSyntax } from "./prompt.js";
+import { TextTriggerMatcher } from "./text-matcher.js";
+import { TokenTextDecoder } from "./token-decoder.js";
+import type { EngineEvent, EngineOutcome, EngineRequest } from "./types.js";
+
+export interface CompiledGrammars {
+  /** Grammar for the answer (json_object / json_schema output), if any. */
+  answer: LlamaGrammar | null;
+  /** Grammar choosing among the callable tool names. */
+  toolNames: LlamaGrammar | null;
+  /** Grammar for each tool's arguments, by name. */
+  toolArguments: Map<string, LlamaGrammar>;
+}
+
+export interface GenerationSetup {
+  model: LlamaModel;
+  sequence: LlamaContextSequence;
+  syntax: PromptSyntax;
+  request: EngineRequest;
+  promptTokens: Token[];
+  cachedTokens: number;
+  /** Completion tokens allowed: max_tokens, and what the context has room for. */
+  maxCompletionTokens: number;
+  grammars: CompiledGrammars;
+  signal: AbortSignal;
+}
+
+/** Most parallel calls one turn may make; a loop guard, far above what clients send. */
+const MAX_TOOL_CALLS = 32;
+/** Answer tokens kept back from the reasoning budget when the answer must be complete JSON or a call. */
+const CONSTRAINED_ANSWER_RESERVE = 512;
+
+type Phase =
+  | { kind: "reasoning" }
+  | { kind: "answer" }
+  | { kind: "tool_name" }
+  | { kind: "tool_args"; tool: ToolDefinition; id: string }
+  | { kind: "after_tool" };
+
+type StopKind = EngineOutcome["stopReason"];
+
+export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<EngineEvent, void, void> {
+  const { model, sequence, syntax, request, grammars, signal } = setup;
+  const decoder = new TokenTextDecoder(model);
+  const thought = request.mode === "thinking" ? syntax.thought : null;
+  const toolsCallable = request.tools.length > 0 && request.toolChoice.type !== "none" && syntax.toolCall !== null;
+  const forcedTool =
+    toolsCallable && (request.toolChoice.type === "required" || request.toolChoice.type === "tool") ? request.toolChoice : null;
+  const constrainedAnswer = grammars.answer !== null || forcedTool !== null;
+
+  const maxCompletion = setup.maxCompletionTokens;
+  const reasoningBudget = Math.max(
+    0,
+    Math.min(
+      request.reasoningBudget,
+      constrainedAnswer ? maxCompletion - Math.min(CONSTRAINED_ANSWER_RESERVE, Math.floor(maxCompletion / 2)) : maxCompletion,
+    ),
+  );
+
+  let completion = 0;
+  let reasoningTokens = 0;
+  let reasoning = "";
+  let text = "";
+  let textStarted = false;
+  let reasoningWhitespace = "";
+  const toolCalls: ToolCall[] = [];
+  let toolText = "";
+  const punish: Token[] = [];
+
+  const stopTriggers = request.stopSequences.map((s) => ({ kind: "stop" as const, text: s }));
+  const answerMatcher = new TextTriggerMatcher<"stop" | "tool">([
+    ...stopTriggers,
+    ...(toolsCallable && !grammars.answer ? [{ kind: "tool" as const, text: syntax.toolCall!.trigger }] : []),
+  ]);
+  const reasoningMatcher = thought ? new TextTriggerMatcher([{ kind: "close" as const, text: thought.close }]) : null;
+  const afterToolMatcher = syntax.toolCall ? new TextTriggerMatcher([{ kind: "tool" as const, text: syntax.toolCall.trigger }]) : null;
+
+  const banned = new Set<Token>(syntax.thought?.banTokens ?? []);
+  const bannedOutsideCalls = new Set<Token>(banned);
+  if (!toolsCallable) for (const t of syntax.toolCall?.triggerTokens ?? []) bannedOutsideCalls.add(t);
+
+  function biasFor(tokens: Set<Token>): TokenBias | undefined {
+    if (tokens.size === 0) return undefined;
+    const bias = new TokenBias(model.tokenizer);
+    for (const t of tokens) bias.set(t, "never");
+    return bias;
+  }
+  const biasAll = biasFor(banned);
+  const biasText = biasFor(bannedOutsideCalls);
+
+  const sampling = request.sampling;
+  const penalties =
+    (sampling.frequencyPenalty ?? 0) !== 0 || (sampling.presencePenalty ?? 0) !== 0
+      ? {
+          punishTokens: () => punish.slice(-256),
+          maxPunishTokens: 256,
+          penalty: 1,
+          frequencyPenalty: sampling.frequencyPenalty ?? 0,
+          presencePenalty: sampling.presencePenalty ?? 0,
+        }
+      : undefined;
+
+  function optionsFor(phase: Phase): SequenceEvaluateOptions {
+    let grammar: LlamaGrammar | null = null;
+    if (phase.kind === "answer") grammar = grammars.answer;
+    else if (phase.kind === "tool_name") grammar = grammars.toolNames;
+    else if (phase.kind === "tool_args") grammar = grammars.toolArguments.get(phase.tool.name) ?? null;
+    return {
+      temperature: sampling.temperature,
+      topP: sampling.topP,
+      topK: sampling.topK,
+      seed: sampling.seed,
+      repeatPenalty: penalties,
+      tokenBias: phase.kind === "answer" || phase.kind === "reasoning" ? biasText : biasAll,
+      grammarEvaluationState: grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined,
+      yieldEogToken: true,
+    };
+  }
+
+  const emitText = (chunk: string): EngineEvent[] => {
+    if (!textStarted) {
+      chunk = chunk.trimStart();
+      if (chunk === "") return [];
+      textStarted = true;
+    }
+    if (chunk === "") return [];
+    text += chunk;
+    return [{ type: "text.delta", text: chunk }];
+  };
+
+  const emitReasoning = (chunk: string): EngineEvent[] => {
+    // Leading whitespace is dropped; trailing whitespace waits to see whether the thought goes on.
+    let body = reasoningWhitespace + chunk;
+    if (reasoning === "") body = body.trimStart();
+    const trimmed = body.trimEnd();
+    reasoningWhitespace = body.slice(trimmed.length);
+    if (trimmed === "") return [];
+    reasoning += trimmed;
+    return [{ type: "reasoning.delta", text: trimmed }];
+  };
+
+  const tokensOf = (s: string): Token[] => model.tokenize(s, false);
+
+  /** Sets up the answer: a forced call starts right away; otherwise free text or the JSON grammar. */
+  function enterAnswer(feed: Token[], events: EngineEvent[]): Phase {
+    if (forcedTool && toolCalls.length === 0) {
+      const call = syntax.toolCall!;
+      if (forcedTool.type === "tool") {
+        const tool = request.tools.find((t) => t.name === forcedTool.name)!;
+        const id = newCallId();
+        feed.push(...call.prefix, ...tokensOf(tool.name), ...call.paramsPrefix);
+        completion += call.prefix.length + tokensOf(tool.name).length + call.paramsPrefix.length;
+        toolText = "";
+        events.push({ type: "tool_call.start", index: toolCalls.length, id, name: tool.name });
+        return { kind: "tool_args", tool, id };
+      }
+      feed.push(...call.prefix);
+      completion += call.prefix.length;
+      toolText = "";
+      return { kind: "tool_name" };
+    }
+    return { kind: "answer" };
+  }
+
+  let phase: Phase;
+  let feed: Token[] = setup.promptTokens.slice(setup.cachedTokens);
+  const startEvents: EngineEvent[] = [];
+  if (thought && reasoningBudget > 0) {
+    feed.push(...thought.openTokens);
+    completion += thought.openTokens.length;
+    phase = { kind: "reasoning" };
+  } else {
+    phase = enterAnswer(feed, startEvents);
+  }
+
+  let started = false;
+  // Held in an object: closures set it, and the compiler must not narrow it away.
+  const end: { stop: { kind: StopKind; sequence: string | null } | null } = { stop: null };
+  const finish = (kind: StopKind, sequence: string | null = null) => {
+    end.stop = { kind, sequence };
+  };
+
+  while (end.stop === null) {
+    if (signal.aborted) return;
+    const iterator = sequence.evaluate(feed, optionsFor(phase));
+    const nextFeed: Token[] = [];
+    let nextPhase: Phase | null = null;
+    let ended = true;
+
+    for await (const token of iterator) {
+      if (signal.aborted) return;
+      if (!started) {
+        started = true;
+        yield { type: "start", mode: request.mode, promptTokens: setup.promptTokens.length, cachedTokens: setup.cachedTokens };
+        for (const e of startEvents) yield e;
+      }
+      const events: EngineEvent[] = [];
+      const eog = model.isEogToken(token);
+      if (!eog) {
+        completion += 1;
+        punish.push(token);
+      }
+
+      switch (phase.kind) {
+        case "reasoning": {
+          if (eog) {
+            // The model ended its turn inside the thought: close it and let it answer.
+            nextFeed.push(...thought!.closeTokens);
+            completion += thought!.closeTokens.length;
+            nextPhase = enterAnswer(nextFeed, events);
+            break;
+          }
+          const piece = decoder.push(token);
+          const m = reasoningMatcher!.push(piece);
+          events.push(...emitReasoning(m.emit));
+          if (m.hit) {
+            reasoningWhitespace = "";
+            nextFeed.push(token);
+            nextPhase = enterAnswer(nextFeed, events);
+            if (nextPhase.kind === "answer") events.push(...emitAnswerText(m.rest));
+            break;
+          }
+          reasoningTokens += 1;
+          if (reasoningTokens >= reasoningBudget) {
+            events.push(...emitReasoning(reasoningMatcher!.flush()));
+            reasoningWhitespace = "";
+            nextFeed.push(token, ...thought!.closeTokens);
+            completion += thought!.closeTokens.length;
+            nextPhase = enterAnswer(nextFeed, events);
+          }
+          break;
+        }
+        case "answer": {
+          if (eog) {
+            events.push(...emitText(answerMatcher.flush()));
+            finish("end_turn");
+            break;
+          }
+          events.push(...emitAnswerText(decoder.push(token), token, nextFeed));
+          if (end.stop === null && nextFeed.length > 0) nextPhase = { kind: "tool_name" };
+          break;
+        }
+        case "tool_name": {
+          if (eog) {
+            const name = toolText.trim();
+            const tool = request.tools.find((t) => t.name === name);
+            if (!tool) {
+              // Only reachable if the grammar was bypassed; end the turn rather than invent a tool.
+              finish(toolCalls.length > 0 ? "tool_calls" : "end_turn");
+              break;
+            }
+            const id = newCallId();
+            events.push({ type: "tool_call.start", index: toolCalls.length, id, name });
+            const call = syntax.toolCall!;
+            nextFeed.push(...call.paramsPrefix);
+            completion += call.paramsPrefix.length;
+            toolText = "";
+            nextPhase = { kind: "tool_args", tool, id };
+            break;
+          }
+          toolText += decoder.push(token);
+          break;
+        }
+        case "tool_args": {
+          if (eog) {
+            const args = toolText.trim() || "{}";
+            events.push({ type: "tool_call.end", index: toolCalls.length, arguments: args });
+            toolCalls.push({ id: phase.id, name: phase.tool.name, arguments: args });
+            const call = syntax.toolCall!;
+            if (!request.parallelToolCalls || toolCalls.length >= MAX_TOOL_CALLS) {
+              finish("tool_calls");
+              break;
+            }
+            nextFeed.push(...call.suffix);
+            completion += call.suffix.length;
+            decoder.reset(call.suffix);
+            nextPhase = { kind: "after_tool" };
+            break;
+          }
+          const piece = decoder.push(token);
+          toolText += piece;
+          if (piece) events.push({ type: "tool_call.delta", index: toolCalls.length, argumentsDelta: piece });
+          break;
+        }
+        case "after_tool": {
+          if (eog) {
+            finish("tool_calls");
+            break;
+          }
+          const m = afterToolMatcher!.push(decoder.push(token));
+          if (m.hit) {
+            nextFeed.push(token, ...syntax.toolCall!.prefixRest);
+            completion += syntax.toolCall!.prefixRest.length;
+            toolText = "";
+            nextPhase = { kind: "tool_name" };
+          } else if (m.emit.trim() !== "") {
+            // Text after the calls is not part of this protocol: the turn is over.
+            finish("tool_calls");
+          }
+          break;
+        }
+      }
+
+      if (end.stop === null && completion >= maxCompletion) {
+        if (phase.kind === "answer") events.push(...emitText(answerMatcher.flush()));
+        finish(phase.kind === "after_tool" ? "tool_calls" : "max_tokens");
+      }
+      for (const e of events) yield e;
+      if (end.stop !== null) break;
+      if (nextPhase !== null) {
+        decoder.reset(nextFeed);
+        phase = nextPhase;
+        feed = nextFeed;
+        ended = false;
+        break;
+      }
+    }
+    if (end.stop === null && ended) finish("end_turn");
+  }
+
+  if (signal.aborted) return;
+  if (!started) yield { type: "start", mode: request.mode, promptTokens: setup.promptTokens.length, cachedTokens: setup.cachedTokens };
+  const final = end.stop as { kind: StopKind; sequence: string | null };
+  const stopReason: StopKind = final.kind === "end_turn" && toolCalls.length > 0 ? "tool_calls" : final.kind;
+  yield {
+    type: "done",
+    outcome: {
+      mode: request.mode,
+      text,
+      reasoning,
+      toolCalls,
+      stopReason,
+      stopSequence: final.sequence,
+      usage: {
+        promptTokens: setup.promptTokens.length,
+        cachedTokens: setup.cachedTokens,
+        completionTokens: completion,
+        reasoningTokens,
+      },
+    },
+  };
+
+  /**
+   * Runs answer text through the stop-sequence and tool-call matcher. On a tool-call marker the sampled
+   * token and the rest of the call prefix are queued in `nextFeed`.
+   */
+  function emitAnswerText(piece: string, token?: Token, nextFeed?: Token[]): EngineEvent[] {
+    const m = answerMatcher.push(piece);
+    const out = emitText(m.emit);
+    if (m.hit?.kind === "stop") {
+      finish("stop_sequence", m.hit.trigger);
+    } else if (m.hit?.kind === "tool" && token !== undefined && nextFeed !== undefined) {
+      nextFeed.push(token, ...syntax.toolCall!.prefixRest);
+      completion += syntax.toolCall!.prefixRest.length;
+      toolText = "";
+    }
+    return out;
+  }
+}
+
+function newCallId(): string {
+  return newId("call_", 24);
+}

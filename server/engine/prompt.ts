@@ -1,0 +1,210 @@
+// Canonical conversation → node-llama-cpp chat history → prompt tokens, rendered by the chat wrapper that
+// node-llama-cpp resolves for the loaded model (its own Jinja template, or a specialised wrapper). The
+// wrapper also tells us the model's markers for thoughts and tool calls; generation.ts drives them.
+import {
+  LlamaText,
+  type ChatHistoryItem,
+  type ChatModelFunctionCall,
+  type ChatModelFunctions,
+  type ChatModelResponse,
+  type ChatWrapper,
+  type LlamaModel,
+  type Token,
+} from "node-llama-cpp";
+import { invalidRequest } from "../core/errors.js";
+import type { CanonicalMessage, ContentPart, ToolDefinition } from "../core/inference.js";
+
+export interface ToolCallSyntax {
+  /** Text that starts a call in the model's output (a special token where the model has one). */
+  trigger: string;
+  /** Tokens that complete the call prefix after the trigger, up to where the function name begins. */
+  prefixRest: Token[];
+  /** The full prefix, for forced calls. */
+  prefix: Token[];
+  /** Between the function name and the arguments object. */
+  paramsPrefix: Token[];
+  /** After the arguments object. */
+  suffix: Token[];
+  /** Tokens to ban when calls are not allowed (only when the trigger is a single special token). */
+  triggerTokens: Token[];
+}
+
+export interface ThoughtSyntax {
+  /** Marker text that opens a thought in the model's output, e.g. "<think>". */
+  open: string;
+  /** Tokens forced to open a thought (the special token alone where there is one). */
+  openTokens: Token[];
+  /** Marker text that closes it, e.g. "</think>". */
+  close: string;
+  /** Tokens forced to close a thought when the budget runs out. */
+  closeTokens: Token[];
+  /** Tokens to ban in fast mode. */
+  banTokens: Token[];
+}
+
+export interface PromptSyntax {
+  thought: ThoughtSyntax | null;
+  toolCall: ToolCallSyntax | null;
+}
+
+function valueText(value: string | LlamaText | undefined | null | object): LlamaText | null {
+  if (value == null) return null;
+  if (typeof value === "string") return LlamaText(value);
+  if (LlamaText.isLlamaText(value)) return value;
+  return null; // e.g. {type: "openedOnStart"}
+}
+
+/** Leading special token of a marker, or the whole marker when it starts with ordinary text. */
+function leadingMarker(model: LlamaModel, text: LlamaText): { marker: string; tokens: Token[]; special: boolean } {
+  const tokens = text.tokenize(model.tokenizer);
+  const first = tokens[0];
+  if (first !== undefined) {
+    const attrs = model.getTokenAttributes(first);
+    if (attrs.control || attrs.userDefined) return { marker: model.detokenize([first], true), tokens: [first], special: true };
+  }
+  return { marker: text.toString(), tokens, special: false };
+}
+
+export function resolvePromptSyntax(model: LlamaModel, wrapper: ChatWrapper): PromptSyntax {
+  let thought: ThoughtSyntax | null = null;
+  const thoughtSettings = wrapper.settings.segments?.thought;
+  const thoughtPrefix = valueText(thoughtSettings?.prefix);
+  const thoughtSuffix = valueText(thoughtSettings?.suffix);
+  if (thoughtPrefix && thoughtSuffix && thoughtPrefix.toString().trim() && thoughtSuffix.toString().trim()) {
+    const open = leadingMarker(model, LlamaText(thoughtPrefix.toString().trimStart()));
+    const closeText = thoughtSuffix.toString().trim();
+    thought = {
+      open: open.marker.trim() || open.marker,
+      openTokens: open.tokens,
+      close: closeText,
+      closeTokens: LlamaText(thoughtSuffix.toString().trimEnd()).tokenize(model.tokenizer),
+      banTokens: open.special ? open.tokens : [],
+    };
+  }
+
+  let toolCall: ToolCallSyntax | null = null;
+  const call = wrapper.settings.functions?.call;
+  const callPrefix = valueText(call?.prefix);
+  if (call && callPrefix && callPrefix.toString().trim()) {
+    const prefixTokens = callPrefix.tokenize(model.tokenizer);
+    const lead = leadingMarker(model, callPrefix);
+    const triggerTokenCount = lead.special ? 1 : prefixTokens.length;
+    toolCall = {
+      trigger: lead.marker,
+      prefixRest: prefixTokens.slice(triggerTokenCount),
+      prefix: prefixTokens,
+      paramsPrefix: (valueText(call.paramsPrefix) ?? LlamaText("")).tokenize(model.tokenizer),
+      suffix: (valueText(call.suffix) ?? LlamaText("")).tokenize(model.tokenizer),
+      triggerTokens: lead.special ? lead.tokens : [],
+    };
+  }
+  return { thought, toolCall };
+}
+
+function partsToText(parts: ContentPart[], where: string): string {
+  return parts
+    .map((part, i) => {
+      if (part.type === "text") return part.text;
+      // Files and images are turned into text by the ingest step before the engine; anything left is a bug
+      // in the caller, reported as the client's error so it is never a 500.
+      throw invalidRequest(`Content of type ${part.type} is not supported here.`, `${where}.content[${i}]`);
+    })
+    .join("\n\n");
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Builds node-llama-cpp's chat history. Assistant tool calls pair with the tool messages that answer them
+ * (node-llama-cpp keeps a call and its result together inside the model response), and the last item is
+ * the model response that generation continues.
+ */
+export function toChatHistory(messages: CanonicalMessage[], tools: ToolDefinition[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = [];
+  const descriptions = new Map(tools.map((t) => [t.name, t.description]));
+  const pendingCalls = new Map<string, { call: ChatModelFunctionCall; index: number }>();
+  let currentModel: ChatModelResponse | null = null;
+
+  messages.forEach((message, index) => {
+    const where = `messages[${index}]`;
+    switch (message.role) {
+      case "system":
+        currentModel = null;
+        history.push({ type: "system", text: partsToText(message.content, where) });
+        break;
+      case "user":
+        currentModel = null;
+        history.push({ type: "user", text: partsToText(message.content, where) });
+        break;
+      case "assistant": {
+        // An assistant turn continues across tool results until the next user or system message.
+        if (currentModel === null) {
+          currentModel = { type: "model", response: [] };
+          history.push(currentModel);
+        }
+        const text = partsToText(message.content, where);
+        if (message.reasoning) currentModel.response.push({ type: "segment", segmentType: "thought", text: message.reasoning, ended: true });
+        if (text) currentModel.response.push(text);
+        (message.toolCalls ?? []).forEach((tc, i) => {
+          const call: ChatModelFunctionCall = {
+            type: "functionCall",
+            name: tc.name,
+            description: descriptions.get(tc.name),
+            params: parseArguments(tc.arguments),
+            result: undefined,
+            startsNewChunk: i === 0,
+          };
+          currentModel!.response.push(call);
+          pendingCalls.set(tc.id, { call, index });
+        });
+        break;
+      }
+      case "tool": {
+        const pending = pendingCalls.get(message.toolCallId);
+        if (!pending)
+          throw invalidRequest(
+            `No assistant tool call with id '${message.toolCallId}' precedes this tool result.`,
+            `${where}.tool_call_id`,
+          );
+        const text = partsToText(message.content, where);
+        pending.call.result = message.isError ? `Error: ${text}` : text;
+        pendingCalls.delete(message.toolCallId);
+        break;
+      }
+    }
+  });
+  for (const [id, { index }] of pendingCalls)
+    throw invalidRequest(`The tool call '${id}' has no tool result; send one for every tool call.`, `messages[${index}]`);
+
+  const last = history.at(-1);
+  if (last === undefined || last.type !== "model") history.push({ type: "model", response: [] });
+  return history;
+}
+
+export function toFunctions(tools: ToolDefinition[]): ChatModelFunctions | undefined {
+  if (tools.length === 0) return undefined;
+  const out: Record<string, { description?: string; params?: any }> = {};
+  for (const tool of tools) out[tool.name] = { description: tool.description, params: tool.parameters };
+  return out;
+}
+
+export function renderPrompt(
+  model: LlamaModel,
+  wrapper: ChatWrapper,
+  messages: CanonicalMessage[],
+  tools: ToolDefinition[],
+): Token[] {
+  const chatHistory = toChatHistory(messages, tools);
+  const { contextText } = wrapper.generateContextState({
+    chatHistory,
+    availableFunctions: toFunctions(tools),
+    documentFunctionParams: true,
+  });
+  return contextText.tokenize(model.tokenizer);
+}

@@ -1,0 +1,90 @@
+// The engine's contract with the pipeline. Nothing here names node-llama-cpp, so the pipeline and the
+// contract tests can run against a scripted fake engine.
+import type {
+  CanonicalMessage,
+  InferenceEvent,
+  Mode,
+  OutputFormat,
+  SamplingOptions,
+  StopReason,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+} from "../core/inference.js";
+
+export interface EngineRequest {
+  messages: CanonicalMessage[];
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  parallelToolCalls: boolean;
+  output: OutputFormat;
+  mode: Mode;
+  /** Cap on reasoning tokens (the engine caps it again by maxTokens). */
+  reasoningBudget: number;
+  /** Bounds reasoning plus answer. Undefined: as much as the context allows. */
+  maxTokens?: number;
+  stopSequences: string[];
+  sampling: SamplingOptions;
+}
+
+export interface EngineUsage {
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+}
+
+export interface EngineOutcome {
+  mode: Mode;
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCall[];
+  stopReason: Exclude<StopReason, "low_confidence" | "abstained">;
+  stopSequence: string | null;
+  usage: EngineUsage;
+}
+
+export type EngineEvent = Exclude<InferenceEvent, { type: "done" }> | { type: "done"; outcome: EngineOutcome };
+
+export interface GpuInfo {
+  /** What the engine runs on: cuda, vulkan, metal, or cpu. */
+  backend: "cuda" | "vulkan" | "metal" | "cpu";
+  devices: string[];
+  vramTotalBytes: number;
+  vramFreeBytes: number;
+}
+
+export interface LoadedModelInfo {
+  path: string;
+  name: string;
+  sizeBytes: number;
+  trainContextSize: number;
+  contextSize: number;
+  sequences: number;
+  threads: number;
+}
+
+export type EngineState = "no_model" | "loading" | "ready" | "error";
+
+export interface EngineStatus {
+  state: EngineState;
+  model: LoadedModelInfo | null;
+  gpu: GpuInfo | null;
+  /** Requests generating now, and waiting for a free sequence. */
+  active: number;
+  queued: number;
+  error: string | null;
+}
+
+export interface Engine {
+  status(): EngineStatus;
+  /**
+   * Runs one generation. The first event is `start` (prompt evaluated), the last is `done`. Throws AppError
+   * (before the first event) for requests the model cannot take, e.g. a prompt longer than the context.
+   * Aborting the signal stops generation and frees the sequence; the generator then ends without `done`.
+   */
+  generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void>;
+  /** Exact prompt token count for a request, without generating. */
+  countPromptTokens(request: EngineRequest): Promise<number>;
+  close(): Promise<void>;
+}
