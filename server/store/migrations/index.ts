@@ -1,0 +1,10 @@
+// Numbered migrations, applied in order, each once, each in its own transaction.
+import { sql as m0001 } from "./0001-initial.js";
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [{ version: 1, name: "initial", sql: m0001 }];

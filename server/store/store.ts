@@ -1,0 +1,22 @@
+// The store: one database, a repository per aggregate.
+import { AccountRepository } from "./accounts-repository.js";
+import { openDatabase, type Db } from "./database.js";
+import { KeyRepository } from "./keys-repository.js";
+
+export class Store {
+  readonly accounts: AccountRepository;
+  readonly keys: KeyRepository;
+
+  private constructor(readonly db: Db) {
+    this.accounts = new AccountRepository(db);
+    this.keys = new KeyRepository(db);
+  }
+
+  static open(dataDir: string): Store {
+    return new Store(openDatabase(dataDir));
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
