@@ -1,0 +1,136 @@
+// Runs one inference for any caller (the three HTTP surfaces, batches, agent runs): policy, content
+// resolution, the engine call, and the result's derived fields. Surfaces only translate.
+import { AppError, invalidRequest } from "../core/errors.js";
+import { readAhead } from "../core/read-ahead.js";
+import type {
+  CanonicalMessage,
+  InferenceEvent,
+  InferenceRequest,
+  InferenceResult,
+  Trace,
+} from "../core/inference.js";
+import type { EngineHost } from "../engine/engine-host.js";
+import type { EngineOutcome, EngineRequest } from "../engine/types.js";
+import { assessComplexity } from "./complexity.js";
+
+/** A started run: `start` has been received, so failures from here on belong in the stream. */
+export interface InferenceStream extends AsyncIterable<InferenceEvent> {
+  readonly first: Extract<InferenceEvent, { type: "start" }>;
+}
+
+/** Sampling when a request sets none: moderate, because small local models ramble at temperature 1. */
+export const DEFAULT_SAMPLING = { temperature: 0.7, topP: 0.95, topK: 40 } as const;
+
+const STRICT_REFUSAL_INSTRUCTION =
+  "Refusal policy (strict): if a request is unsafe, asks for something you cannot do reliably, or you are not " +
+  "sure of the answer, refuse briefly and say why instead of guessing.";
+
+export class InferencePipeline {
+  constructor(private readonly host: EngineHost) {}
+
+  /**
+   * Starts a run and waits for its first event, so that errors before generation (no model, prompt too
+   * long, bad schema) reach the caller as exceptions, before any response byte is sent.
+   */
+  async open(request: InferenceRequest, signal: AbortSignal): Promise<InferenceStream> {
+    const engine = this.host.engine();
+    const engineRequest = toEngineRequest(request);
+    const events = engine.generate(engineRequest, signal);
+    const first = await events.next();
+    if (first.done || first.value.type !== "start") {
+      if (signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
+      throw new AppError("internal", "The engine ended without starting a generation.");
+    }
+    const start = first.value;
+    // The engine generates ahead while the caller encodes and writes what it already has.
+    const ahead = readAhead(events);
+    return {
+      first: start,
+      async *[Symbol.asyncIterator]() {
+        yield start;
+        for await (const event of ahead) {
+          if (event.type === "done") yield { type: "done", result: finishResult(request, event.outcome) };
+          else yield event;
+        }
+      },
+    };
+  }
+
+  /** Runs to the end and returns the result (non-streaming callers). */
+  async complete(request: InferenceRequest, signal: AbortSignal): Promise<InferenceResult> {
+    const stream = await this.open(request, signal);
+    for await (const event of stream) if (event.type === "done") return event.result;
+    throw new AppError("internal", "The generation ended without a result.");
+  }
+
+  async countPromptTokens(request: InferenceRequest): Promise<number> {
+    return this.host.engine().countPromptTokens(toEngineRequest(request));
+  }
+}
+
+export function toEngineRequest(request: InferenceRequest): EngineRequest {
+  return {
+    messages: applyRefusalMode(resolveContent(request.messages), request),
+    tools: request.tools,
+    toolChoice: request.toolChoice,
+    parallelToolCalls: request.parallelToolCalls ?? true,
+    output: request.output,
+    mode: request.reasoning.mode,
+    reasoningBudget: request.reasoning.mode === "thinking" ? request.reasoning.budgetTokens : 0,
+    maxTokens: request.maxTokens,
+    stopSequences: request.stopSequences,
+    sampling: {
+      ...request.sampling,
+      temperature: request.sampling.temperature ?? DEFAULT_SAMPLING.temperature,
+      topP: request.sampling.topP ?? DEFAULT_SAMPLING.topP,
+      topK: request.sampling.topK ?? DEFAULT_SAMPLING.topK,
+    },
+  };
+}
+
+/** File and image parts become model-ready text here (the files issue adds ingestion); until then they are refused. */
+function resolveContent(messages: CanonicalMessage[]): CanonicalMessage[] {
+  messages.forEach((message, i) =>
+    message.content.forEach((part, j) => {
+      if (part.type === "file")
+        throw invalidRequest("File content blocks are not supported yet; send the text inline.", `messages[${i}].content[${j}]`, "unsupported_content");
+      if (part.type === "image")
+        throw invalidRequest("Image input is not supported by the local model.", `messages[${i}].content[${j}]`, "unsupported_content");
+    }),
+  );
+  return messages;
+}
+
+function applyRefusalMode(messages: CanonicalMessage[], request: InferenceRequest): CanonicalMessage[] {
+  if (request.refusalMode !== "strict") return messages;
+  return [{ role: "system", content: [{ type: "text", text: STRICT_REFUSAL_INSTRUCTION }] }, ...messages];
+}
+
+function finishResult(request: InferenceRequest, outcome: EngineOutcome): InferenceResult {
+  const result: InferenceResult = {
+    mode: outcome.mode,
+    text: outcome.text,
+    reasoning: outcome.reasoning,
+    toolCalls: outcome.toolCalls,
+    stopReason: outcome.stopReason,
+    stopSequence: outcome.stopSequence,
+    usage: { ...outcome.usage, cacheWriteTokens: 0 },
+    complexity: assessComplexity(request, outcome),
+  };
+  if (request.glassbox) result.trace = buildTrace(request, outcome);
+  return result;
+}
+
+function buildTrace(request: InferenceRequest, outcome: EngineOutcome): Trace {
+  return {
+    confidence: null,
+    mode: outcome.mode,
+    effort: request.reasoning.effort,
+    reasoning_budget: outcome.mode === "thinking" ? request.reasoning.budgetTokens : 0,
+    reasoning_tokens: outcome.usage.reasoningTokens,
+    cached_tokens: outcome.usage.cachedTokens,
+    stop_reason: outcome.stopReason,
+    threshold: request.glassbox?.threshold ?? null,
+    abstain_below: request.glassbox?.abstainBelow ?? null,
+  };
+}

@@ -1,0 +1,51 @@
+// How a request's reasoning options become a mode and a reasoning-token budget. One table for every surface.
+import type { ReasoningRequest } from "../core/inference.js";
+
+/** Reasoning-token budgets per effort (docs/api.md, "Reasoning"). */
+export const EFFORT_BUDGETS = {
+  low: 1024,
+  medium: 4096,
+  high: 16384,
+  xhigh: 32768,
+  max: 65536,
+} as const;
+
+export const DEFAULT_EFFORT = "medium";
+
+/**
+ * Chat `reasoning_effort` and Responses `reasoning.effort`: none and minimal give fast; low brief thinking;
+ * medium thinking; high, xhigh and max larger budgets; anything else falls back to thinking (never an error).
+ * `maxReasoningTokens` caps the budget; a cap of 0 means no reasoning, i.e. fast.
+ */
+export function reasoningForEffort(effort: string | undefined | null, maxReasoningTokens?: number): ReasoningRequest {
+  const label = effort ?? DEFAULT_EFFORT;
+  let budget: number;
+  if (label === "none" || label === "minimal") return { mode: "fast", budgetTokens: 0, effort: label };
+  if (Object.hasOwn(EFFORT_BUDGETS, label)) budget = EFFORT_BUDGETS[label as keyof typeof EFFORT_BUDGETS];
+  else budget = EFFORT_BUDGETS.medium;
+  return capped({ mode: "thinking", budgetTokens: budget, effort: label }, maxReasoningTokens);
+}
+
+/**
+ * Messages surface: the model name picks the mode (haiku → fast; opus → the largest budget; sonnet, svc and
+ * any other name → thinking), and an explicit `thinking` parameter overrides it.
+ */
+export function reasoningForMessages(
+  model: string,
+  thinking: { type: "enabled"; budget_tokens: number } | { type: "disabled" } | { type: string } | undefined,
+): ReasoningRequest {
+  if (thinking?.type === "disabled") return { mode: "fast", budgetTokens: 0, effort: "disabled" };
+  if (thinking?.type === "enabled" && "budget_tokens" in thinking)
+    return { mode: "thinking", budgetTokens: thinking.budget_tokens, effort: `enabled:${thinking.budget_tokens}` };
+  const name = model.toLowerCase();
+  if (name.includes("haiku")) return { mode: "fast", budgetTokens: 0, effort: "haiku" };
+  if (name.includes("opus")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.max, effort: "opus" };
+  if (name.includes("sonnet")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "sonnet" };
+  return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: DEFAULT_EFFORT };
+}
+
+function capped(reasoning: ReasoningRequest, maxReasoningTokens: number | undefined): ReasoningRequest {
+  if (maxReasoningTokens === undefined) return reasoning;
+  if (maxReasoningTokens === 0) return { mode: "fast", budgetTokens: 0, effort: reasoning.effort };
+  return { ...reasoning, budgetTokens: Math.min(reasoning.budgetTokens, maxReasoningTokens) };
+}
