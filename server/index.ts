@@ -1,0 +1,116 @@
+// The server as a library: `svc serve` and the Electron main process both call startServer.
+import { open } from "node:fs/promises";
+import { isIP } from "node:net";
+import type { FastifyInstance } from "fastify";
+import type { ServeConfig } from "./config.js";
+import { EngineHost } from "./engine/engine-host.js";
+import { KeysService } from "./features/keys/keys-service.js";
+import { buildApp } from "./http/app.js";
+import { InferencePipeline } from "./pipeline/pipeline.js";
+import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
+import { Store } from "./store/store.js";
+import { packageVersion } from "./version.js";
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  store: Store;
+  keys: KeysService;
+  engineHost: EngineHost;
+  close(): Promise<void>;
+}
+
+export type Log = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+
+export class StartupError extends Error {
+  override name = "StartupError";
+}
+
+const LEVELS = ["debug", "info", "warn", "error"] as const;
+
+export function consoleLog(threshold: ServeConfig["logLevel"]): Log {
+  const min = threshold === "silent" ? LEVELS.length : LEVELS.indexOf(threshold);
+  return (level, message) => {
+    if (LEVELS.indexOf(level) >= min) console.error(`[svc] ${level}: ${message}`);
+  };
+}
+
+/** Fails early, with a plain message, for a model path that cannot be a GGUF model. */
+async function checkModelFile(path: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+  } catch (err) {
+    throw new StartupError(`Cannot open the model file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}.`);
+  }
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(4), 0, 4, 0);
+    if (bytesRead < 4 || buffer.toString("ascii") !== "GGUF") throw new StartupError(`${path} is not a GGUF model file.`);
+  } finally {
+    await handle.close();
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
+}
+
+export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
+  if (config.modelPath) await checkModelFile(config.modelPath);
+  const store = Store.open(config.dataDir);
+  const keys = new KeysService(store);
+  store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
+  const engineHost = new EngineHost();
+  try {
+    if (config.modelPath)
+      await engineHost.load({
+        modelPath: config.modelPath,
+        threads: config.threads,
+        sequences: config.sequences,
+        contextSize: config.contextSize,
+        gpu: config.gpu,
+        log,
+      });
+    else log("warn", "No model configured: inference endpoints answer 503 until one is provided (--model or SVC_MODEL).");
+  } catch (err) {
+    store.close();
+    throw new StartupError((err as Error).message);
+  }
+
+  const pipeline = new InferencePipeline(engineHost);
+  const app = await buildApp(
+    { pipeline, keys, engineHost, version: packageVersion() },
+    {
+      allowedHosts: isLoopback(config.host) ? "loopback" : "any",
+      logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
+    },
+  );
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await engineHost.close();
+    store.close();
+    throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+  }
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${hostForUrl}:${port}`,
+    port,
+    app,
+    store,
+    keys,
+    engineHost,
+    close() {
+      closing ??= (async () => {
+        await app.close();
+        await engineHost.close();
+        store.close();
+      })();
+      return closing;
+    },
+  };
+}

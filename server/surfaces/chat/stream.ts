@@ -1,0 +1,82 @@
+// Canonical events → chat.completion.chunk SSE frames. A small pure state machine: push(event) → frames.
+import type { AppError } from "../../core/errors.js";
+import type { InferenceEvent, Mode } from "../../core/inference.js";
+import { modelIdOfMode } from "../../core/inference.js";
+import { encodeOpenAIError } from "../openai-errors.js";
+import { encodeChatUsage, encodeExtensions, finishReasonOf, type ChatEnvelope } from "./encode.js";
+
+const frame = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
+
+export class ChatStreamEncoder {
+  private mode: Mode = "thinking";
+  private started = false;
+  private finished = false;
+
+  constructor(private readonly envelope: ChatEnvelope) {}
+
+  push(event: InferenceEvent): string[] {
+    switch (event.type) {
+      case "start":
+        this.mode = event.mode;
+        this.started = true;
+        return [this.chunk({ role: "assistant", content: null })];
+      case "reasoning.delta":
+        return [this.chunk({ reasoning_content: event.text })];
+      case "text.delta":
+        return [this.chunk({ content: event.text })];
+      case "tool_call.start":
+        return [
+          this.chunk({
+            tool_calls: [{ index: event.index, id: event.id, type: "function", function: { name: event.name, arguments: "" } }],
+          }),
+        ];
+      case "tool_call.delta":
+        return [this.chunk({ tool_calls: [{ index: event.index, function: { arguments: event.argumentsDelta } }] })];
+      case "tool_call.end":
+        return [];
+      case "done": {
+        this.finished = true;
+        const result = event.result;
+        this.mode = result.mode;
+        return [
+          this.chunk({}, finishReasonOf(result.stopReason)),
+          frame({
+            ...this.head(),
+            choices: [],
+            usage: encodeChatUsage(result),
+            ...encodeExtensions(result, this.envelope),
+          }),
+          "data: [DONE]\n\n",
+        ];
+      }
+    }
+  }
+
+  /** An error after the first byte: one error frame; the stream then ends. */
+  error(err: AppError): string[] {
+    this.finished = true;
+    return [frame(encodeOpenAIError(err))];
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  get hasStarted(): boolean {
+    return this.started;
+  }
+
+  private head() {
+    return {
+      id: this.envelope.id,
+      object: "chat.completion.chunk" as const,
+      created: this.envelope.created,
+      model: modelIdOfMode(this.mode),
+      ...(this.envelope.sessionId !== undefined ? { session_id: this.envelope.sessionId } : {}),
+    };
+  }
+
+  private chunk(delta: Record<string, unknown>, finishReason: string | null = null): string {
+    return frame({ ...this.head(), choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }] });
+  }
+}

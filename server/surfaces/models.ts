@@ -1,0 +1,52 @@
+// The one model the service offers, and the names a request may use for it (Chat and Responses).
+import { AppError } from "../core/errors.js";
+
+export const MODEL_ID = "svc-preview";
+/** 2026-06-27, the first public release. */
+export const MODEL_CREATED = 1782518400;
+export const CONTEXT_WINDOW = 200000;
+
+export interface ModelObject {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+  context_window: number;
+  multimodal: boolean;
+  modes: Array<"fast" | "thinking">;
+}
+
+export function modelObject(): ModelObject {
+  return {
+    id: MODEL_ID,
+    object: "model",
+    created: MODEL_CREATED,
+    owned_by: "svc",
+    context_window: CONTEXT_WINDOW,
+    multimodal: true,
+    modes: ["fast", "thinking"],
+  };
+}
+
+/**
+ * svc-preview and its alias svc; the ids of the first release stay accepted and pick a default effort
+ * (svc-fast: none, svc-thinking: medium, svc-extended: high) that an explicit reasoning option overrides.
+ */
+const ALIASES: Record<string, { defaultEffort?: string }> = {
+  "svc-preview": {},
+  svc: {},
+  "svc-fast": { defaultEffort: "none" },
+  "svc-thinking": { defaultEffort: "medium" },
+  "svc-extended": { defaultEffort: "high" },
+};
+
+export function resolveModelAlias(model: string | undefined, param: string): { id: string; defaultEffort?: string } {
+  if (model === undefined) return { id: MODEL_ID };
+  const alias = ALIASES[model];
+  if (!alias)
+    throw new AppError("not_found", `The model '${model}' does not exist. Use '${MODEL_ID}' (or its alias 'svc').`, {
+      code: "model_not_found",
+      param,
+    });
+  return { id: MODEL_ID, ...alias };
+}
