@@ -1,0 +1,80 @@
+// Runs the real CLI (`node bin/svc.js`) as users do: a server on a free loopback port, keys from the CLI.
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const SVC_BIN = join(ROOT, "bin", "svc.js");
+
+export interface SvcServer {
+  url: string;
+  dataDir: string;
+  process: ChildProcessWithoutNullStreams;
+  output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function tempDataDir(): string {
+  return mkdtempSync(join(tmpdir(), "svc-test-"));
+}
+
+export function runSvc(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [SVC_BIN, ...args], { encoding: "utf8", env: { ...process.env, ...env } });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export function createKey(dataDir: string, ...extra: string[]): string {
+  const result = runSvc(["keys", "create", "--data-dir", dataDir, ...extra]);
+  if (result.status !== 0) throw new Error(`keys create failed: ${result.stderr}`);
+  return result.stdout.trim().split("\n").at(-1)!;
+}
+
+export async function startSvc(options: { model?: string; dataDir?: string; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<SvcServer> {
+  const dataDir = options.dataDir ?? tempDataDir();
+  const env = options.env ?? {};
+  const args = ["serve", "--host", "127.0.0.1", "--data-dir", dataDir, ...(options.args ?? [])];
+  if (env.SVC_PORT === undefined) args.push("--port", "0");
+  if (env.SVC_THREADS === undefined) args.push("--threads", "1");
+  if (options.model) args.push("--model", options.model);
+  const child = spawn(process.execPath, [SVC_BIN, ...args], {
+    env: { ...process.env, SVC_LOG_LEVEL: "warn", ...options.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`svc did not start in time:\n${out}`)), 60_000);
+    const onData = () => {
+      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout.off("data", onData);
+        resolve(match[0]);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`svc exited with ${code}:\n${out}`));
+    });
+  });
+  return {
+    url,
+    dataDir,
+    process: child,
+    output: () => out,
+    stop(signal: NodeJS.Signals = "SIGTERM") {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once("exit", (code) => {
+          if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+          resolve(code);
+        });
+        child.kill(signal);
+      });
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// A fresh app on a temporary store, driven with app.inject; the engine is whatever the test passes.
+import { rmSync } from "node:fs";
+import type { FastifyInstance } from "fastify";
+import { EngineHost } from "../../server/engine/engine-host.js";
+import type { Engine } from "../../server/engine/types.js";
+import { KeysService } from "../../server/features/keys/keys-service.js";
+import { buildApp } from "../../server/http/app.js";
+import { InferencePipeline } from "../../server/pipeline/pipeline.js";
+import { Store } from "../../server/store/store.js";
+import { tempDataDir } from "./svc-process.js";
+
+export interface TestApp {
+  app: FastifyInstance;
+  store: Store;
+  keys: KeysService;
+  key: string;
+  close(): Promise<void>;
+}
+
+export async function buildTestApp(engine: Engine | null): Promise<TestApp> {
+  const dataDir = tempDataDir();
+  const store = Store.open(dataDir);
+  const keys = new KeysService(store);
+  const host = EngineHost.of(engine);
+  const app = await buildApp({ pipeline: new InferencePipeline(host), keys, engineHost: host, version: "test" });
+  const key = keys.create().key;
+  return {
+    app,
+    store,
+    keys,
+    key,
+    async close() {
+      await app.close();
+      store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Splits an SSE body into the JSON of its data frames (and the raw "[DONE]"). */
+export function sseData(body: string): unknown[] {
+  return body
+    .split("\n\n")
+    .filter((block) => block.trim() !== "" && !block.startsWith(":"))
+    .map((block) => {
+      const data = block
+        .split("\n")
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).trimStart())
+        .join("\n");
+      return data === "[DONE]" ? "[DONE]" : JSON.parse(data);
+    });
+}
