@@ -4,6 +4,7 @@ import { AppError, invalidRequest } from "../core/errors.js";
 import { readAhead } from "../core/read-ahead.js";
 import type {
   CanonicalMessage,
+  ContentPart,
   InferenceEvent,
   InferenceRequest,
   InferenceResult,
@@ -11,6 +12,7 @@ import type {
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import type { EngineOutcome, EngineRequest } from "../engine/types.js";
+import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
@@ -34,7 +36,7 @@ export class InferencePipeline {
    */
   async open(request: InferenceRequest, signal: AbortSignal): Promise<InferenceStream> {
     const engine = this.host.engine();
-    const engineRequest = toEngineRequest(request);
+    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
     const events = engine.generate(engineRequest, signal);
     const first = await events.next();
     if (first.done || first.value.type !== "start") {
@@ -64,13 +66,14 @@ export class InferencePipeline {
   }
 
   async countPromptTokens(request: InferenceRequest): Promise<number> {
-    return this.host.engine().countPromptTokens(toEngineRequest(request));
+    const engine = this.host.engine();
+    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages) }));
   }
 }
 
 export function toEngineRequest(request: InferenceRequest): EngineRequest {
   return {
-    messages: applyRefusalMode(resolveContent(request.messages), request),
+    messages: applyRefusalMode(request.messages, request),
     tools: request.tools,
     toolChoice: request.toolChoice,
     parallelToolCalls: request.parallelToolCalls ?? true,
@@ -88,17 +91,28 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
   };
 }
 
-/** File and image parts become model-ready text here (the files issue adds ingestion); until then they are refused. */
-function resolveContent(messages: CanonicalMessage[]): CanonicalMessage[] {
-  messages.forEach((message, i) =>
-    message.content.forEach((part, j) => {
-      if (part.type === "file")
-        throw invalidRequest("File content blocks are not supported yet; send the text inline.", `messages[${i}].content[${j}]`, "unsupported_content");
-      if (part.type === "image")
-        throw invalidRequest("Image input is not supported by the local model.", `messages[${i}].content[${j}]`, "unsupported_content");
-    }),
-  );
-  return messages;
+/** File parts become model-ready text here (shared by every surface); images are refused: the model reads text. */
+export async function resolveContent(messages: CanonicalMessage[]): Promise<CanonicalMessage[]> {
+  const out: CanonicalMessage[] = [];
+  for (const [i, message] of messages.entries()) {
+    if (!message.content.some((p) => p.type !== "text")) {
+      out.push(message);
+      continue;
+    }
+    const content: ContentPart[] = [];
+    for (const [j, part] of message.content.entries()) {
+      const param = `messages[${i}].content[${j}]`;
+      if (part.type === "text") content.push(part);
+      else if (part.type === "image")
+        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
+      else {
+        const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
+        content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
+      }
+    }
+    out.push({ ...message, content } as CanonicalMessage);
+  }
+  return out;
 }
 
 function applyRefusalMode(messages: CanonicalMessage[], request: InferenceRequest): CanonicalMessage[] {

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import { answer, FakeEngine, outcome } from "../support/fake-engine.js";
+import { makePdf } from "../support/make-pdf.js";
 import { buildTestApp, sseData, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
@@ -208,10 +209,49 @@ describe("parameter validation", () => {
     }
   });
 
-  it("file content blocks are refused with a clear 400 until the Files API exists", async () => {
+  it("file_id blocks are refused with a clear 400 until the Files API exists", async () => {
     const res = await post({ messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-abc" } }] }] });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatchObject({ param: "messages[0].content[0]", code: "unsupported_content" });
+    expect(res.json().error.message).toContain("Files API");
+  });
+
+  it("inline file_data is read: a PDF's text and a text file reach the model", async () => {
+    const pdf = `data:application/pdf;base64,${makePdf(["Invoice 42", "Total 99 EUR"]).toString("base64")}`;
+    const txt = `data:text/plain;base64,${Buffer.from("plain notes").toString("base64")}`;
+    const res = await post({
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Summarise:" },
+            { type: "file", file: { filename: "invoice.pdf", file_data: pdf } },
+            { type: "file", file: { filename: "notes.txt", file_data: txt } },
+          ],
+        },
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    const parts = engine.requests.at(-1)!.messages[0]!.content;
+    expect(parts.map((p) => p.type)).toEqual(["text", "text", "text"]);
+    expect(parts[1]).toMatchObject({ text: expect.stringContaining("Invoice 42\nTotal 99 EUR") });
+    expect(parts[1]).toMatchObject({ text: expect.stringContaining('name="invoice.pdf"') });
+    expect(parts[2]).toMatchObject({ text: expect.stringContaining("plain notes") });
+  });
+
+  it("bad inline files are 400s (422 for credential files), never 500s", async () => {
+    const file = (filename: string, data: string) => ({ messages: [{ role: "user", content: [{ type: "file", file: { filename, file_data: data } }] }] });
+    const notPdf = await post(file("x.pdf", `data:application/pdf;base64,${Buffer.from("nope").toString("base64")}`));
+    expect(notPdf.statusCode).toBe(400);
+    expect(notPdf.json().error.code).toBe("invalid_pdf");
+    const notDataUrl = await post(file("x.txt", "hello"));
+    expect(notDataUrl.statusCode).toBe(400);
+    expect(notDataUrl.json().error.param).toBe("messages[0].content[0].file.file_data");
+    const secret = await post(file("server.pem", `data:text/plain;base64,${Buffer.from("KEY").toString("base64")}`));
+    expect(secret.statusCode).toBe(422);
+    const image = await post({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }] });
+    expect(image.statusCode).toBe(400);
+    expect(image.json().error.code).toBe("unsupported_content");
   });
 });
 
