@@ -31,7 +31,8 @@ export interface TinyVocab {
   answerWords: number[];
 }
 
-function mulberry32(seed: number): () => number {
+/** A small seeded PRNG (also used by tests that need reproducible randomness). */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

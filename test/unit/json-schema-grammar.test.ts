@@ -12,6 +12,7 @@ import {
   validateJsonAgainstSchema,
 } from "../../server/engine/json-schema-grammar.js";
 import { writeTinyModel } from "../../resources/test-model/cli.js";
+import { mulberry32 } from "../../resources/test-model/tiny-model.js";
 
 type Schema = Record<string, unknown>;
 
@@ -120,17 +121,6 @@ function parseGbnf(text: string): Map<string, GNode> {
     if (i !== src.length) throw new Error(`trailing input in ${line}`);
   }
   return rules;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Random strings of the grammar's language; past a depth it takes the shortest way out. */

@@ -63,26 +63,37 @@ export function isAtom(expr: string): boolean {
   return /^[a-zA-Z0-9-]+$/.test(expr) || LITERAL.test(expr) || /^\[(?:[^\]\\]|\\.)*\]$/.test(expr);
 }
 
-/** The top-level symbols of a sequence expression, or null if it has a top-level `|`. */
-function topLevelTokens(expr: string): string[] | null {
-  const tokens: string[] = [];
+/**
+ * The characters of an expression that are structure, not content: literals and character classes are
+ * skipped. `depth` is the parenthesis depth after the character.
+ */
+function* structure(expr: string): Generator<{ ch: string; index: number; depth: number }> {
   let depth = 0;
-  let start = 0;
-  let i = 0;
-  while (i < expr.length) {
+  for (let i = 0; i < expr.length; i++) {
     const ch = expr[i]!;
     if (ch === '"' || ch === "[") {
       const close = ch === '"' ? '"' : "]";
       i++;
       while (i < expr.length && expr[i] !== close) i += expr[i] === "\\" ? 2 : 1;
-    } else if (ch === "(") depth++;
-    else if (ch === ")") depth--;
-    else if (depth === 0 && ch === "|") return null;
-    else if (depth === 0 && ch === " ") {
-      if (i > start) tokens.push(expr.slice(start, i));
-      start = i + 1;
+      continue;
     }
-    i++;
+    if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    yield { ch, index: i, depth };
+  }
+}
+
+/** The top-level symbols of a sequence expression, or null if it has a top-level `|`. */
+function topLevelTokens(expr: string): string[] | null {
+  const tokens: string[] = [];
+  let start = 0;
+  for (const { ch, index, depth } of structure(expr)) {
+    if (depth !== 0) continue;
+    if (ch === "|") return null;
+    if (ch === " ") {
+      if (index > start) tokens.push(expr.slice(start, index));
+      start = index + 1;
+    }
   }
   if (expr.length > start) tokens.push(expr.slice(start));
   return tokens;
@@ -117,19 +128,9 @@ export function group(expr: string): string {
 function balancedGroup(expr: string): boolean {
   // True when the opening "(" closes at the very end (so "( a ) ( b )" is not one group).
   let depth = 0;
-  let i = 0;
-  while (i < expr.length) {
-    const ch = expr[i]!;
-    if (ch === '"' || ch === "[") {
-      const close = ch === '"' ? '"' : "]";
-      i++;
-      while (i < expr.length && expr[i] !== close) i += expr[i] === "\\" ? 2 : 1;
-    } else if (ch === "(") depth++;
-    else if (ch === ")") {
-      depth--;
-      if (depth === 0 && i !== expr.length - 1) return false;
-    }
-    i++;
+  for (const step of structure(expr)) {
+    depth = step.depth;
+    if (step.ch === ")" && depth === 0 && step.index !== expr.length - 1) return false;
   }
   return depth === 0;
 }

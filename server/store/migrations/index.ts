@@ -1,4 +1,5 @@
-// Numbered migrations, applied in order, each once, each in its own transaction.
+// Numbered migrations, applied in order, each once, each in its own transaction. Each is a numbered
+// module exporting its SQL (rather than a .sql file) so the compiled server needs no asset copying.
 import { sql as m0001 } from "./0001-initial.js";
 
 export interface Migration {
