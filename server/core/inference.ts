@@ -12,10 +12,14 @@ export type FileSource =
   | { kind: "url"; url: string }
   | { kind: "text"; mediaType: string; text: string };
 
+/**
+ * File and image parts may say where the surface found them (e.g. "input[2].content[0]"), so that ingest
+ * errors name the client's own parameter; without it the pipeline names the canonical message.
+ */
 export type ContentPart =
   | { type: "text"; text: string; cacheBreakpoint?: boolean }
-  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean }
-  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean };
+  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean; param?: string }
+  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean; param?: string };
 
 export interface ToolCall {
   id: string;
