@@ -8,6 +8,8 @@ import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc
 
 let server: SvcServer;
 let openai: ReturnType<typeof createOpenAI>;
+/** The same provider with a key whose reasoning-trace flag is on. */
+let tracing: ReturnType<typeof createOpenAI>;
 /** Every request the provider sent: its URL and JSON body. */
 const sent: Array<{ url: string; body: any }> = [];
 const greedy = greedyTexts();
@@ -15,6 +17,7 @@ const greedy = greedyTexts();
 beforeAll(async () => {
   const dataDir = tempDataDir();
   const key = createKey(dataDir);
+  const traceKey = createKey(dataDir, "--reasoning-trace");
   server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "4096"] });
   openai = createOpenAI({
     baseURL: `${server.url}/v1`,
@@ -24,6 +27,7 @@ beforeAll(async () => {
       return fetch(url, init);
     },
   });
+  tracing = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: traceKey });
 });
 afterAll(async () => {
   expect(await server.stop()).toBe(0);
@@ -51,6 +55,25 @@ describe("Vercel AI SDK, OpenAI provider (Responses API)", () => {
     expect(chunks.join("")).toBe(greedy.answer.trim());
     expect(await result.finishReason).toBe("stop");
     expect((await result.usage).outputTokenDetails.reasoningTokens).toBe(5);
+  });
+
+  it("a key with the reasoning trace flag: the thought arrives as reasoning, generated and streamed", async () => {
+    const result = await generateText({ model: tracing("svc"), prompt: "Hello", temperature: 0, maxRetries: 0 });
+    expect(result.reasoningText).toBe(greedy.thought.trim());
+    expect(result.text).toBe(greedy.answer.trim());
+    const streamed = streamText({ model: tracing("svc"), prompt: "Hello", temperature: 0, maxRetries: 0 });
+    const order: string[] = [];
+    let reasoning = "";
+    for await (const part of streamed.fullStream) {
+      if (part.type === "reasoning-delta") {
+        order.push("reasoning");
+        reasoning += part.text;
+      } else if (part.type === "text-delta") order.push("text");
+      else if (part.type === "error") throw part.error;
+    }
+    expect(reasoning).toBe(greedy.thought.trim());
+    expect(order.lastIndexOf("reasoning")).toBeLessThan(order.indexOf("text"));
+    expect(await streamed.text).toBe(greedy.answer.trim());
   });
 
   it("a tool call, its result sent back as function_call_output, then the answer", async () => {

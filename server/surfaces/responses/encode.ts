@@ -59,11 +59,11 @@ export const newReasoningId = () => newId("rs_");
 export const newMessageId = () => newId("msg_");
 export const newFunctionCallId = () => newId("fc_");
 
-export function outputText(text: string): OutputText {
+export function encodeOutputText(text: string): OutputText {
   return { type: "output_text", text, annotations: [], logprobs: [] };
 }
 
-export function functionCallItem(id: string, call: ToolCall, status: ItemStatus): FunctionCallItem {
+export function encodeFunctionCallItem(id: string, call: ToolCall, status: ItemStatus): FunctionCallItem {
   return { id, type: "function_call", status, call_id: call.id, name: call.name, arguments: call.arguments };
 }
 
@@ -82,8 +82,8 @@ export function encodeOutput(result: InferenceResult, trace: boolean, ids: Outpu
   if (trace && result.reasoning !== "")
     output.push({ id: ids.reasoning ?? newReasoningId(), type: "reasoning", summary: [{ type: "summary_text", text: result.reasoning }] });
   if (result.text !== "" || result.toolCalls.length === 0)
-    output.push({ id: ids.message ?? newMessageId(), type: "message", role: "assistant", status, content: [outputText(result.text)] });
-  for (const call of result.toolCalls) output.push(functionCallItem(ids.calls?.get(call.id) ?? newFunctionCallId(), call, "completed"));
+    output.push({ id: ids.message ?? newMessageId(), type: "message", role: "assistant", status, content: [encodeOutputText(result.text)] });
+  for (const call of result.toolCalls) output.push(encodeFunctionCallItem(ids.calls?.get(call.id) ?? newFunctionCallId(), call, "completed"));
   return output;
 }
 

@@ -9,13 +9,13 @@ import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, InferenceResult, Mode } from "../../core/inference.js";
 import { encodeOpenAIError } from "../openai-errors.js";
 import {
+  encodeFunctionCallItem,
+  encodeOutputText,
   encodeResponse,
   encodeResponseObject,
-  functionCallItem,
   newFunctionCallId,
   newMessageId,
   newReasoningId,
-  outputText,
   statusOf,
   type FunctionCallItem,
   type MessageItem,
@@ -154,9 +154,9 @@ export class ResponsesStreamEncoder {
     this.message = { item, index: this.add(item) };
     const frames = [
       this.frame("response.output_item.added", { output_index: this.message.index, item: structuredClone(item) }),
-      this.frame("response.content_part.added", { item_id: item.id, output_index: this.message.index, content_index: 0, part: outputText("") }),
+      this.frame("response.content_part.added", { item_id: item.id, output_index: this.message.index, content_index: 0, part: encodeOutputText("") }),
     ];
-    item.content.push(outputText(""));
+    item.content.push(encodeOutputText(""));
     return frames;
   }
 
@@ -180,7 +180,7 @@ export class ResponsesStreamEncoder {
   }
 
   private openCall(engineIndex: number, callId: string, name: string): string[] {
-    const item = functionCallItem(newFunctionCallId(), { id: callId, name, arguments: "" }, "in_progress");
+    const item = encodeFunctionCallItem(newFunctionCallId(), { id: callId, name, arguments: "" }, "in_progress");
     this.callIds.set(callId, item.id);
     const open = { item, index: this.add(item) };
     this.calls.set(engineIndex, open);
