@@ -94,19 +94,31 @@ function runCodex(prompt: string): Promise<CodexRun> {
         // Only what Codex needs: no OPENAI_API_KEY or proxy settings from the developer's shell.
         env: { PATH: process.env.PATH ?? "", HOME: home, CODEX_HOME: codexHome, SVC_KEY: key, NO_COLOR: "1" },
         stdio: ["ignore", "pipe", "pipe"],
+        // Its own process group: on Node 20 codex.js runs the native binary as a child (and that starts
+        // sandbox helpers), so the kill timer must reach the whole group, not just the wrapper.
+        detached: true,
       },
     );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_LIMIT_MS);
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(killGroup, RUN_LIMIT_MS);
     child.on("error", (err) => {
       clearTimeout(timer);
       reject(err);
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      // Nothing of Codex may outlive the run (a stray sandbox helper would hold CI open).
+      killGroup();
       const events = stdout
         .split("\n")
         .filter((line) => line.startsWith("{"))
