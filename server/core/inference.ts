@@ -13,8 +13,9 @@ export type FileSource =
   | { kind: "text"; mediaType: string; text: string };
 
 /**
- * File and image parts may say where the surface found them (e.g. "input[2].content[0]"), so that ingest
- * errors name the client's own parameter; without it the pipeline names the canonical message.
+ * `cacheBreakpoint` marks the end of a cacheable prefix (Messages surface `cache_control`). `param` is where a
+ * surface found a file or image part (e.g. "messages[1].content[0].content[2]"), for errors about it: the
+ * canonical message list does not always have the client's indices.
  */
 export type ContentPart =
   | { type: "text"; text: string; cacheBreakpoint?: boolean }
