@@ -12,10 +12,15 @@ export type FileSource =
   | { kind: "url"; url: string }
   | { kind: "text"; mediaType: string; text: string };
 
+/**
+ * `cacheBreakpoint` marks the end of a cacheable prefix (Messages surface `cache_control`). `param` is where a
+ * surface found a file or image part (e.g. "messages[1].content[0].content[2]"), for errors about it: the
+ * canonical message list does not always have the client's indices.
+ */
 export type ContentPart =
   | { type: "text"; text: string; cacheBreakpoint?: boolean }
-  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean }
-  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean };
+  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean; param?: string }
+  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean; param?: string };
 
 export interface ToolCall {
   id: string;

@@ -101,14 +101,15 @@ export async function resolveContent(messages: CanonicalMessage[]): Promise<Cano
     }
     const content: ContentPart[] = [];
     for (const [j, part] of message.content.entries()) {
-      const param = `messages[${i}].content[${j}]`;
-      if (part.type === "text") content.push(part);
-      else if (part.type === "image")
-        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
-      else {
-        const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
-        content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
+      if (part.type === "text") {
+        content.push(part);
+        continue;
       }
+      const param = part.param ?? `messages[${i}].content[${j}]`;
+      if (part.type === "image")
+        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
+      const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
+      content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);
   }

@@ -12,6 +12,7 @@ import type {
 } from "../../core/inference.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
+import { toSeed } from "../request-params.js";
 import type { ChatRequestBody } from "./schema.js";
 
 export interface DecodedChatRequest {
@@ -57,12 +58,6 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
     sessionId: body.session_id ?? undefined,
   };
   return { inference, stream: body.stream === true, sessionId: body.session_id ?? undefined };
-}
-
-/** The engine's sampler takes a 32-bit seed; the 64-bit range of the API folds onto it deterministically. */
-export function toSeed(seed: number): number {
-  const big = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
-  return Number((big ^ (big >> 32n)) & 0xffffffffn);
 }
 
 function decodeGlassbox(glassbox: { enabled?: boolean; threshold?: number; abstain_below?: number } | undefined): GlassboxOptions | undefined {

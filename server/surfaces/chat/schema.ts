@@ -1,14 +1,8 @@
 // The Chat Completions request body: every parameter of the spec's table with its exact range. Unknown
 // fields are allowed (clients send many); message contents are checked in decode.ts, which can name the
 // exact part at fault.
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
-
-/** OpenAI clients send null for "not set"; accept it wherever a parameter is optional. */
-function nullable<T extends TSchema>(schema: T) {
-  const type = (schema as { type?: string }).type;
-  if (type === undefined) return Type.Union([schema, Type.Null()]);
-  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, "null"] });
-}
+import { Type, type Static } from "@sinclair/typebox";
+import { nullable } from "../request-params.js";
 
 const StopSequence = Type.String({ minLength: 1, maxLength: 500 });
 

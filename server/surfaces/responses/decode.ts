@@ -1,0 +1,445 @@
+// Responses request → canonical InferenceRequest. Pure: no I/O, throws AppError naming the parameter.
+//
+// The service is stateless, so everything the model sees comes in the request: `instructions` and the
+// `input` items. Items of tools the service cannot run, and tools it cannot run, are left out of what the
+// model sees rather than refused, so a coding client's own tool list never fails a request.
+import { extname } from "node:path";
+import { invalidRequest } from "../../core/errors.js";
+import type {
+  CanonicalMessage,
+  ContentPart,
+  FileSource,
+  InferenceRequest,
+  OutputFormat,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+} from "../../core/inference.js";
+import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
+import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
+import { resolveModelAlias } from "../models.js";
+import { toSeed } from "../request-params.js";
+import type { ResponsesRequestBody } from "./schema.js";
+
+/** A function tool as the response object lists it. */
+export interface FunctionToolEcho {
+  type: "function";
+  name: string;
+  description: string | null;
+  parameters: Record<string, unknown> | null;
+  strict: boolean | null;
+}
+
+/** Request settings the response object reports back (its required-nullable fields). */
+export interface ResponseEcho {
+  instructions: string | null;
+  metadata: Record<string, string>;
+  maxOutputTokens: number | null;
+  temperature: number;
+  topP: number;
+  parallelToolCalls: boolean;
+  toolChoice: unknown;
+  tools: FunctionToolEcho[];
+  reasoning: { effort: string | null; summary: string | null };
+  textFormat: Record<string, unknown>;
+}
+
+export interface DecodedResponsesRequest {
+  inference: InferenceRequest;
+  stream: boolean;
+  echo: ResponseEcho;
+}
+
+type Obj = Record<string, unknown>;
+type AssistantMessage = Extract<CanonicalMessage, { role: "assistant" }>;
+
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Output items of hosted tools (web search, computer use, shells, MCP, ...) that only another service could have produced. */
+const FOREIGN_ITEM_TYPES = new Set([
+  "web_search_call",
+  "file_search_call",
+  "computer_call",
+  "computer_call_output",
+  "local_shell_call",
+  "local_shell_call_output",
+  "shell_call",
+  "shell_call_output",
+  "apply_patch_call",
+  "apply_patch_call_output",
+  "code_interpreter_call",
+  "image_generation_call",
+  "mcp_list_tools",
+  "mcp_approval_request",
+  "mcp_approval_response",
+  "mcp_call",
+  "tool_search_call",
+  "tool_search_output",
+  "compaction",
+]);
+
+export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedResponsesRequest {
+  rejectStatefulFeatures(body);
+  const model = resolveModelAlias(body.model ?? undefined, "model");
+  const declared = decodeTools(body.tools ?? undefined);
+  const { tools, toolChoice, echo: toolChoiceEcho } = decodeToolChoice(body.tool_choice ?? undefined, declared);
+  const effort = body.reasoning?.effort ?? model.defaultEffort;
+  const { format, echo: formatEcho } = decodeTextFormat(body.text?.format ?? undefined);
+
+  const messages: CanonicalMessage[] = [];
+  if (body.instructions) messages.push({ role: "system", content: [{ type: "text", text: body.instructions }] });
+  messages.push(...decodeInput(body.input));
+
+  const inference: InferenceRequest = {
+    surface: "responses",
+    messages,
+    tools,
+    toolChoice,
+    parallelToolCalls: body.parallel_tool_calls ?? true,
+    output: format,
+    reasoning: reasoningForEffort(effort),
+    maxTokens: body.max_output_tokens ?? undefined,
+    stopSequences: [],
+    sampling: {
+      temperature: body.temperature ?? undefined,
+      topP: body.top_p ?? undefined,
+      seed: body.seed == null ? undefined : toSeed(body.seed),
+    },
+    metadata: body.metadata ?? undefined,
+  };
+  const echo: ResponseEcho = {
+    instructions: body.instructions ?? null,
+    metadata: body.metadata ?? {},
+    maxOutputTokens: body.max_output_tokens ?? null,
+    temperature: body.temperature ?? DEFAULT_SAMPLING.temperature,
+    topP: body.top_p ?? DEFAULT_SAMPLING.topP,
+    parallelToolCalls: body.parallel_tool_calls ?? true,
+    toolChoice: toolChoiceEcho,
+    tools: tools.map((t) => declared.echo.get(t.name)!),
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+    textFormat: formatEcho,
+  };
+  return { inference, stream: body.stream === true, echo };
+}
+
+/** Stateless rule: nothing of a conversation is kept, so nothing can be stored, referenced or resumed. */
+function rejectStatefulFeatures(body: ResponsesRequestBody): void {
+  if (body.store === true)
+    throw invalidRequest("This server is stateless and never stores responses: send store false, or leave it out.", "store", "unsupported_value");
+  if (body.previous_response_id != null)
+    throw invalidRequest(
+      "previous_response_id is not supported: this server is stateless and keeps no responses. Send the whole conversation in 'input'.",
+      "previous_response_id",
+      "unsupported_parameter",
+    );
+  if (body.background === true)
+    throw invalidRequest("Background responses are not supported (they would have to be stored): send background false, or leave it out.", "background", "unsupported_value");
+  if (body.conversation != null)
+    throw invalidRequest(
+      "conversation is not supported: this server is stateless and keeps no conversations. Send the whole conversation in 'input'.",
+      "conversation",
+      "unsupported_parameter",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Input items
+
+/**
+ * Items → canonical messages. Consecutive assistant items (text, function calls) form one assistant turn,
+ * and a reasoning item right before them becomes that turn's thought, as Chat's reasoning_content does.
+ * Every function call must be answered by a function_call_output, and every output must answer a call.
+ */
+function decodeInput(input: ResponsesRequestBody["input"]): CanonicalMessage[] {
+  if (typeof input === "string") return [{ role: "user", content: [{ type: "text", text: input }] }];
+  const messages: CanonicalMessage[] = [];
+  let turn: AssistantMessage | null = null;
+  let thought: string | undefined;
+  const calls = new Map<string, { where: string; answered: boolean }>();
+
+  const assistantTurn = (): AssistantMessage => {
+    if (turn) return turn;
+    turn = { role: "assistant", content: [], ...(thought ? { reasoning: thought } : {}) };
+    thought = undefined;
+    messages.push(turn);
+    return turn;
+  };
+  const addCall = (call: ToolCall, where: string) => {
+    if (calls.has(call.id)) throw invalidRequest(`Duplicate call_id '${call.id}'.`, `${where}.call_id`);
+    calls.set(call.id, { where, answered: false });
+    const t = assistantTurn();
+    (t.toolCalls ??= []).push(call);
+  };
+  const addOutput = (callId: unknown, output: unknown, where: string) => {
+    if (typeof callId !== "string" || callId === "") throw invalidRequest("A tool output item needs a call_id.", `${where}.call_id`);
+    const call = calls.get(callId);
+    if (!call || call.answered)
+      throw invalidRequest(`No earlier function call with call_id '${callId}' is waiting for this output.`, `${where}.call_id`);
+    call.answered = true;
+    turn = null;
+    messages.push({ role: "tool", toolCallId: callId, content: decodeToolOutput(output, `${where}.output`) });
+  };
+
+  input.forEach((raw, i) => {
+    const where = `input[${i}]`;
+    const item = raw as Obj;
+    const type = item.type ?? (item.role !== undefined ? "message" : undefined);
+    switch (type) {
+      case "message": {
+        const role = item.role;
+        if (role === "assistant") {
+          // An assistant message after calls starts a new turn; its text comes before any calls of its own.
+          if (turn?.toolCalls?.length) turn = null;
+          const t = assistantTurn();
+          const text = decodeAssistantContent(item.content, `${where}.content`);
+          if (text) t.content.push({ type: "text", text });
+          break;
+        }
+        turn = null;
+        thought = undefined;
+        if (role === "user") messages.push({ role: "user", content: decodeInputContent(item.content, `${where}.content`) });
+        else if (role === "system" || role === "developer")
+          messages.push({ role: "system", content: decodeInputContent(item.content, `${where}.content`) });
+        else throw invalidRequest(`Invalid role '${String(role)}'; use user, assistant, system or developer.`, `${where}.role`);
+        break;
+      }
+      case "function_call": {
+        addCall(decodeFunctionCall(item, where), where);
+        break;
+      }
+      case "custom_tool_call": {
+        // A call of a custom (free-text) tool from an earlier turn: shown to the model as a call with {input}.
+        if (typeof item.call_id !== "string" || item.call_id === "") throw invalidRequest("A custom_tool_call needs a call_id.", `${where}.call_id`);
+        if (typeof item.name !== "string" || item.name === "") throw invalidRequest("A custom_tool_call needs a name.", `${where}.name`);
+        addCall({ id: item.call_id, name: item.name, arguments: JSON.stringify({ input: typeof item.input === "string" ? item.input : "" }) }, where);
+        break;
+      }
+      case "function_call_output":
+      case "custom_tool_call_output":
+        addOutput(item.call_id, item.output, where);
+        break;
+      case "reasoning": {
+        // Given back as the thought of the assistant turn that follows it; dropped when none follows.
+        turn = null;
+        const text = reasoningTextOf(item);
+        thought = thought && text ? `${thought}\n\n${text}` : thought || text || undefined;
+        break;
+      }
+      case "item_reference":
+        throw invalidRequest(
+          "item_reference needs stored responses, and this server is stateless: send the item itself. " +
+            "(With the Vercel AI SDK, set providerOptions.openai.store to false.)",
+          where,
+          "unsupported_parameter",
+        );
+      default:
+        if (typeof type === "string" && FOREIGN_ITEM_TYPES.has(type)) break;
+        throw invalidRequest(
+          `Unknown input item type '${String(type)}'; use message, function_call, function_call_output or reasoning items.`,
+          `${where}.type`,
+        );
+    }
+  });
+
+  for (const [id, call] of calls)
+    if (!call.answered) throw invalidRequest(`The function call '${id}' has no function_call_output; send one for every call.`, call.where);
+  return messages;
+}
+
+function decodeFunctionCall(item: Obj, where: string): ToolCall {
+  if (typeof item.call_id !== "string" || item.call_id === "") throw invalidRequest("A function_call item needs a call_id.", `${where}.call_id`);
+  if (typeof item.name !== "string" || item.name === "") throw invalidRequest("A function_call item needs a name.", `${where}.name`);
+  const args = item.arguments ?? "{}";
+  if (typeof args !== "string") throw invalidRequest("function_call arguments must be a JSON string.", `${where}.arguments`);
+  return { id: item.call_id, name: item.name, arguments: args };
+}
+
+function reasoningTextOf(item: Obj): string {
+  const texts = (list: unknown) =>
+    Array.isArray(list) ? list.map((p) => (isObj(p) && typeof p.text === "string" ? p.text : "")).filter(Boolean) : [];
+  // Full reasoning text where a client sends it, else the summary (what this server returns).
+  const content = texts(item.content);
+  return (content.length ? content : texts(item.summary)).join("\n\n");
+}
+
+function decodeAssistantContent(content: unknown, where: string): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
+  return content
+    .map((part: unknown, j) => {
+      const at = `${where}[${j}]`;
+      if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
+      if (part.type === "output_text" || part.type === "input_text") {
+        if (typeof part.text !== "string") throw invalidRequest(`An ${part.type} part needs a string 'text'.`, `${at}.text`);
+        return part.text;
+      }
+      if (part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
+      throw invalidRequest(`Assistant content parts of type '${String(part.type)}' are not accepted; use output_text.`, `${at}.type`);
+    })
+    .join("");
+}
+
+function decodeToolOutput(output: unknown, where: string): ContentPart[] {
+  if (typeof output === "string") return [{ type: "text", text: output }];
+  if (Array.isArray(output)) return decodeInputContent(output, where);
+  throw invalidRequest("A tool output must be a string or an array of input_text, input_image or input_file parts.", where);
+}
+
+function decodeInputContent(content: unknown, where: string): ContentPart[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
+  return content.map((part: unknown, j): ContentPart => {
+    const at = `${where}[${j}]`;
+    if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
+    switch (part.type) {
+      case "input_text":
+        if (typeof part.text !== "string") throw invalidRequest("An input_text part needs a string 'text'.", `${at}.text`);
+        return { type: "text", text: part.text };
+      case "input_image": {
+        if (typeof part.image_url === "string") {
+          const match = /^data:([^;,]+);base64,(.*)$/s.exec(part.image_url);
+          const source: FileSource = match ? { kind: "base64", mediaType: match[1]!, data: match[2]! } : { kind: "url", url: part.image_url };
+          return { type: "image", source, param: at };
+        }
+        if (typeof part.file_id === "string") return { type: "image", source: { kind: "file_id", fileId: part.file_id }, param: at };
+        throw invalidRequest("An input_image part needs image_url or file_id.", `${at}.image_url`);
+      }
+      case "input_file":
+        return decodeInputFile(part, at);
+      default:
+        throw invalidRequest(`Unknown content part type '${String(part.type)}'; use input_text, input_image or input_file.`, `${at}.type`);
+    }
+  });
+}
+
+const MEDIA_TYPE_OF_EXTENSION: Record<string, string> = {
+  ".pdf": "application/pdf",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+};
+
+function decodeInputFile(part: Obj, at: string): ContentPart {
+  const filename = typeof part.filename === "string" && part.filename !== "" ? part.filename : undefined;
+  if (typeof part.file_data === "string") {
+    const match = /^data:([^;,]+);base64,(.*)$/s.exec(part.file_data);
+    if (match) return { type: "file", source: { kind: "base64", mediaType: match[1]!, data: match[2]! }, filename, param: at };
+    // Plain base64: the filename's extension tells the type (ingest reads text and code files by extension).
+    if (!filename)
+      throw invalidRequest("input_file with plain base64 file_data needs a filename; or send a data URL (data:<media_type>;base64,<data>).", `${at}.filename`);
+    const mediaType = MEDIA_TYPE_OF_EXTENSION[extname(filename).toLowerCase()] ?? "application/octet-stream";
+    return { type: "file", source: { kind: "base64", mediaType, data: part.file_data }, filename, param: at };
+  }
+  if (typeof part.file_id === "string") return { type: "file", source: { kind: "file_id", fileId: part.file_id }, filename, param: at };
+  if (typeof part.file_url === "string") return { type: "file", source: { kind: "url", url: part.file_url }, filename, param: at };
+  throw invalidRequest("An input_file part needs file_data (with a filename), file_id or file_url.", `${at}.file_data`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tools, tool choice, output format
+
+interface DeclaredTools {
+  functions: ToolDefinition[];
+  echo: Map<string, FunctionToolEcho>;
+}
+
+/** Function tools only; every other type (custom, namespace, web_search, mcp, ...) is left out. */
+function decodeTools(tools: ResponsesRequestBody["tools"]): DeclaredTools {
+  const functions: ToolDefinition[] = [];
+  const echo = new Map<string, FunctionToolEcho>();
+  (tools ?? []).forEach((raw, i) => {
+    const tool = raw as Obj;
+    const where = `tools[${i}]`;
+    if (tool.type !== "function") return;
+    const name = tool.name;
+    if (typeof name !== "string" || !TOOL_NAME.test(name))
+      throw invalidRequest("A function tool needs a name of 1 to 64 letters, digits, '_' or '-'.", `${where}.name`);
+    if (echo.has(name)) throw invalidRequest(`Duplicate tool name '${name}'.`, `${where}.name`);
+    if (tool.description != null && typeof tool.description !== "string")
+      throw invalidRequest("A tool description must be a string.", `${where}.description`);
+    if (tool.parameters != null && !isObj(tool.parameters))
+      throw invalidRequest("Tool parameters must be a JSON schema object (or null).", `${where}.parameters`);
+    if (tool.strict != null && typeof tool.strict !== "boolean") throw invalidRequest("strict must be a boolean.", `${where}.strict`);
+    const parameters = (tool.parameters as Obj | null | undefined) ?? null;
+    const description = (tool.description as string | null | undefined) ?? null;
+    functions.push({
+      name,
+      ...(description !== null ? { description } : {}),
+      parameters: parameters ?? { type: "object", properties: {} },
+      param: `${where}.parameters`,
+    });
+    echo.set(name, { type: "function", name, description, parameters, strict: (tool.strict as boolean | null | undefined) ?? null });
+  });
+  return { functions, echo };
+}
+
+function decodeToolChoice(
+  choice: ResponsesRequestBody["tool_choice"],
+  declared: DeclaredTools,
+): { tools: ToolDefinition[]; toolChoice: ToolChoice; echo: unknown } {
+  const all = declared.functions;
+  const needTools = (tools: ToolDefinition[], param: string) => {
+    if (tools.length === 0) throw invalidRequest("tool_choice 'required' needs at least one function tool in 'tools'.", param);
+  };
+  if (choice == null || choice === "auto") return { tools: all, toolChoice: { type: "auto" }, echo: "auto" };
+  if (choice === "none") return { tools: all, toolChoice: { type: "none" }, echo: "none" };
+  if (choice === "required") {
+    needTools(all, "tool_choice");
+    return { tools: all, toolChoice: { type: "required" }, echo: "required" };
+  }
+  if (typeof choice === "string")
+    throw invalidRequest(`Invalid tool_choice '${choice}'; use none, auto, required or {type: 'function', name}.`, "tool_choice");
+
+  const obj = choice as Obj;
+  if (obj.type === "function") {
+    if (typeof obj.name !== "string") throw invalidRequest("tool_choice of type function needs a name.", "tool_choice.name");
+    if (!declared.echo.has(obj.name)) throw invalidRequest(`tool_choice names '${obj.name}', which is not a function in 'tools'.`, "tool_choice.name");
+    return { tools: all, toolChoice: { type: "tool", name: obj.name }, echo: { type: "function", name: obj.name } };
+  }
+  if (obj.type === "allowed_tools") {
+    // The model sees (and may call) only the listed function tools; entries of other types are left out too.
+    if (obj.mode !== "auto" && obj.mode !== "required")
+      throw invalidRequest("allowed_tools mode must be 'auto' or 'required'.", "tool_choice.mode");
+    if (!Array.isArray(obj.tools)) throw invalidRequest("allowed_tools needs a 'tools' array.", "tool_choice.tools");
+    const names = new Set<string>();
+    obj.tools.forEach((entry: unknown, k) => {
+      if (!isObj(entry) || entry.type !== "function") return;
+      if (typeof entry.name !== "string" || !declared.echo.has(entry.name))
+        throw invalidRequest(`allowed_tools names '${String(entry.name)}', which is not a function in 'tools'.`, `tool_choice.tools[${k}].name`);
+      names.add(entry.name);
+    });
+    const tools = all.filter((t) => names.has(t.name));
+    if (obj.mode === "required") needTools(tools, "tool_choice.tools");
+    return { tools, toolChoice: { type: obj.mode }, echo: { type: "allowed_tools", mode: obj.mode, tools: obj.tools } };
+  }
+  throw invalidRequest(
+    `tool_choice of type '${String(obj.type)}' forces a tool this server cannot run; only function tools can be called.`,
+    "tool_choice.type",
+    "unsupported_value",
+  );
+}
+
+function decodeTextFormat(format: Obj | undefined): { format: OutputFormat; echo: Record<string, unknown> } {
+  if (!format || format.type === "text") return { format: { type: "text" }, echo: { type: "text" } };
+  if (format.type === "json_object") return { format: { type: "json_object" }, echo: { type: "json_object" } };
+  if (format.type === "json_schema") {
+    if (!isObj(format.schema)) throw invalidRequest("text.format of type json_schema needs a 'schema' object.", "text.format.schema");
+    const name = typeof format.name === "string" ? format.name : undefined;
+    const strict = typeof format.strict === "boolean" ? format.strict : undefined;
+    return {
+      format: { type: "json_schema", ...(name !== undefined ? { name } : {}), schema: format.schema, ...(strict !== undefined ? { strict } : {}), param: "text.format.schema" },
+      echo: {
+        type: "json_schema",
+        name: name ?? null,
+        schema: format.schema,
+        strict: strict ?? null,
+        ...(typeof format.description === "string" ? { description: format.description } : {}),
+      },
+    };
+  }
+  throw invalidRequest(`Invalid text.format type '${String(format.type)}'; use text, json_object or json_schema.`, "text.format.type");
+}
