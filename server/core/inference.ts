@@ -12,16 +12,23 @@ export type FileSource =
   | { kind: "url"; url: string }
   | { kind: "text"; mediaType: string; text: string };
 
+/**
+ * `cacheBreakpoint` marks the end of a cacheable prefix (Messages surface `cache_control`). `param` is where a
+ * surface found a file or image part (e.g. "messages[1].content[0].content[2]"), for errors about it: the
+ * canonical message list does not always have the client's indices.
+ */
 export type ContentPart =
   | { type: "text"; text: string; cacheBreakpoint?: boolean }
-  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean }
-  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean };
+  | { type: "file"; source: FileSource; filename?: string; title?: string; cacheBreakpoint?: boolean; param?: string }
+  | { type: "image"; source: FileSource; cacheBreakpoint?: boolean; param?: string };
 
 export interface ToolCall {
   id: string;
   name: string;
   /** JSON text of the arguments object. */
   arguments: string;
+  /** Cache breakpoint after this call (Messages surface). */
+  cacheBreakpoint?: boolean;
 }
 
 export type CanonicalMessage =
@@ -165,7 +172,14 @@ export interface InferenceResult {
 
 export type InferenceEvent =
   /** First event of every run: the prompt is evaluated and generation has begun. */
-  | { type: "start"; mode: Mode; promptTokens: number; cachedTokens: number }
+  | {
+      type: "start";
+      mode: Mode;
+      promptTokens: number;
+      cachedTokens: number;
+      /** Prompt tokens evaluated now up to the last cache breakpoint (0 or absent without breakpoints). */
+      cacheWriteTokens?: number;
+    }
   | { type: "reasoning.delta"; text: string }
   | { type: "text.delta"; text: string }
   | { type: "tool_call.start"; index: number; id: string; name: string }

@@ -8,12 +8,14 @@ import type {
   InferenceEvent,
   InferenceRequest,
   InferenceResult,
+  ToolDefinition,
   Trace,
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
-import type { EngineOutcome, EngineRequest } from "../engine/types.js";
+import type { CacheBreakpoint, EngineOutcome, EngineRequest } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
+import { estimateTokens } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -69,11 +71,38 @@ export class InferencePipeline {
     const engine = this.host.engine();
     return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages) }));
   }
+
+  /** count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed. */
+  async estimateInputTokens(request: InferenceRequest): Promise<number> {
+    return estimateTokens(await resolveContent(request.messages), request.tools);
+  }
+}
+
+/** Spec: at most 4 cache breakpoints are kept; the first 4 in request order (tools, then messages). */
+export const MAX_CACHE_BREAKPOINTS = 4;
+
+export function collectCacheBreakpoints(messages: CanonicalMessage[], tools: ToolDefinition[]): CacheBreakpoint[] {
+  const found: CacheBreakpoint[] = [];
+  tools.forEach((tool, i) => {
+    if (tool.cacheBreakpoint) found.push({ kind: "tool", tool: i });
+  });
+  messages.forEach((message, i) => {
+    message.content.forEach((part, j) => {
+      if (part.cacheBreakpoint) found.push({ kind: "content", message: i, part: j });
+    });
+    if (message.role === "assistant")
+      (message.toolCalls ?? []).forEach((call, k) => {
+        if (call.cacheBreakpoint) found.push({ kind: "tool_call", message: i, call: k });
+      });
+  });
+  return found.slice(0, MAX_CACHE_BREAKPOINTS);
 }
 
 export function toEngineRequest(request: InferenceRequest): EngineRequest {
+  const messages = applyRefusalMode(request.messages, request);
+  const cacheBreakpoints = collectCacheBreakpoints(messages, request.tools);
   return {
-    messages: applyRefusalMode(request.messages, request),
+    messages,
     tools: request.tools,
     toolChoice: request.toolChoice,
     parallelToolCalls: request.parallelToolCalls ?? true,
@@ -88,6 +117,7 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
       topP: request.sampling.topP ?? DEFAULT_SAMPLING.topP,
       topK: request.sampling.topK ?? DEFAULT_SAMPLING.topK,
     },
+    ...(cacheBreakpoints.length > 0 ? { cacheBreakpoints } : {}),
   };
 }
 
@@ -101,14 +131,15 @@ export async function resolveContent(messages: CanonicalMessage[]): Promise<Cano
     }
     const content: ContentPart[] = [];
     for (const [j, part] of message.content.entries()) {
-      const param = `messages[${i}].content[${j}]`;
-      if (part.type === "text") content.push(part);
-      else if (part.type === "image")
-        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
-      else {
-        const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
-        content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
+      if (part.type === "text") {
+        content.push(part);
+        continue;
       }
+      const param = part.param ?? `messages[${i}].content[${j}]`;
+      if (part.type === "image")
+        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
+      const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
+      content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);
   }
@@ -128,7 +159,7 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome): Infere
     toolCalls: outcome.toolCalls,
     stopReason: outcome.stopReason,
     stopSequence: outcome.stopSequence,
-    usage: { ...outcome.usage, cacheWriteTokens: 0 },
+    usage: { ...outcome.usage, cacheWriteTokens: outcome.usage.cacheWriteTokens ?? 0 },
     complexity: assessComplexity(request, outcome),
   };
   if (request.glassbox) result.trace = buildTrace(request, outcome);
