@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
+import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
 import { modelObject } from "../surfaces/models.js";
 import { encodeOpenAIError } from "../surfaces/openai-errors.js";
@@ -122,5 +123,6 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   });
 
   await app.register(async (scope) => registerChatRoutes(scope, deps));
+  await app.register(async (scope) => registerMessagesRoutes(scope, deps));
   return app;
 }
