@@ -1,5 +1,6 @@
 // Runs one inference for any caller (the three HTTP surfaces, batches, agent runs): policy, content
 // resolution, the engine call, and the result's derived fields. Surfaces only translate.
+import { randomInt } from "node:crypto";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { readAhead } from "../core/read-ahead.js";
 import type {
@@ -113,6 +114,9 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
     stopSequences: request.stopSequences,
     sampling: {
       ...request.sampling,
+      // node-llama-cpp's default seed is the current second, so unseeded requests in the same second would
+      // sample alike; each gets its own random seed instead.
+      seed: request.sampling.seed ?? randomInt(2 ** 32),
       temperature: request.sampling.temperature ?? DEFAULT_SAMPLING.temperature,
       topP: request.sampling.topP ?? DEFAULT_SAMPLING.topP,
       topK: request.sampling.topK ?? DEFAULT_SAMPLING.topK,
