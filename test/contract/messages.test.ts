@@ -328,6 +328,10 @@ describe("mapping to the engine", () => {
     expect(res.statusCode).toBe(200);
     const r = lastRequest();
     expect(r.sampling).toMatchObject({ temperature: 0.3, topP: 0.5, topK: 12 });
+    // The surface has no seed; each request samples with its own random one.
+    await post(hello);
+    expect(lastRequest().sampling.seed).toEqual(expect.any(Number));
+    expect(lastRequest().sampling.seed).not.toBe(r.sampling.seed);
     expect(r.stopSequences).toEqual(["END", "STOP"]);
     expect(r.maxTokens).toBe(77);
     expect(r.toolChoice).toEqual({ type: "required" });
