@@ -115,6 +115,14 @@ describe("authentication and headers", () => {
   });
 });
 
+describe("host check", () => {
+  it("refuses a foreign Host header with 403 permission_error in the Anthropic shape", async () => {
+    const res = await post(hello, { host: "evil.example" });
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ type: "error", error: { type: "permission_error", details: { error_code: "host_not_allowed" } } });
+  });
+});
+
 describe("keyless endpoints", () => {
   it("GET /v1/messages/_health needs no key", async () => {
     const res = await t.app.inject({ method: "GET", url: "/v1/messages/_health" });
