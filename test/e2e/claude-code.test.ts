@@ -19,10 +19,11 @@ const KILL_AFTER_MS = 150_000;
 let server: SvcServer;
 let key: string;
 let sandbox: string;
+let dataDir: string;
 
 beforeAll(async () => {
   if (!existsSync(CLAUDE_CLI)) return;
-  const dataDir = tempDataDir();
+  dataDir = tempDataDir();
   key = createKey(dataDir);
   server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "8192"] });
   sandbox = mkdtempSync(join(tmpdir(), "svc-claude-code-"));
@@ -30,6 +31,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (sandbox) rmSync(sandbox, { recursive: true, force: true });
   if (server) expect(await server.stop()).toBe(0);
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 function runClaude(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {

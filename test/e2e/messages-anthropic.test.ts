@@ -1,6 +1,7 @@
 // `svc serve` on the generated model, driven by @anthropic-ai/sdk as users drive it: the current 1.x (key in
 // Authorization: Bearer, anthropic-version 2026-10-21) and the last 0.x (key in X-Api-Key, 2023-06-01).
 import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
 import Anthropic from "@anthropic-ai/sdk";
 import Anthropic0 from "anthropic-sdk-0";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -11,17 +12,19 @@ import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc
 
 let server: SvcServer;
 let key: string;
+let dataDir: string;
 const greedy = greedyTexts();
 const thought = greedy.thought.trim();
 const answer = greedy.answer.trim();
 
 beforeAll(async () => {
-  const dataDir = tempDataDir();
+  dataDir = tempDataDir();
   key = createKey(dataDir);
   server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "4096"] });
 });
 afterAll(async () => {
   expect(await server.stop()).toBe(0);
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 type ErrorClass = abstract new (...args: never[]) => Error;
