@@ -27,6 +27,8 @@ export interface ToolCall {
   name: string;
   /** JSON text of the arguments object. */
   arguments: string;
+  /** Cache breakpoint after this call (Messages surface). */
+  cacheBreakpoint?: boolean;
 }
 
 export type CanonicalMessage =
@@ -170,7 +172,14 @@ export interface InferenceResult {
 
 export type InferenceEvent =
   /** First event of every run: the prompt is evaluated and generation has begun. */
-  | { type: "start"; mode: Mode; promptTokens: number; cachedTokens: number }
+  | {
+      type: "start";
+      mode: Mode;
+      promptTokens: number;
+      cachedTokens: number;
+      /** Prompt tokens evaluated now up to the last cache breakpoint (0 or absent without breakpoints). */
+      cacheWriteTokens?: number;
+    }
   | { type: "reasoning.delta"; text: string }
   | { type: "text.delta"; text: string }
   | { type: "tool_call.start"; index: number; id: string; name: string }

@@ -16,7 +16,7 @@ import {
 import { AppError, invalidRequest } from "../core/errors.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
-import { renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { SequencePool } from "./sequence-pool.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
@@ -68,6 +68,15 @@ export async function describeGpu(llama: Llama): Promise<GpuInfo> {
   if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0 };
   const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
   return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free };
+}
+
+/** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
+async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>, cacheWriteTokens: number): AsyncGenerator<EngineEvent, void, void> {
+  for await (const event of events) {
+    if (event.type === "start") yield { ...event, cacheWriteTokens };
+    else if (event.type === "done") yield { ...event, outcome: { ...event.outcome, usage: { ...event.outcome.usage, cacheWriteTokens } } };
+    else yield event;
+  }
 }
 
 export class LlamaEngine implements Engine {
@@ -171,9 +180,12 @@ export class LlamaEngine implements Engine {
         { code: "context_length_exceeded", param: "messages" },
       );
     const grammars = await this.compileGrammars(request);
+    const breakpointEnd = request.cacheBreakpoints?.length
+      ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
+      : 0;
     const lease = await this.pool.acquire(promptTokens, signal);
     try {
-      yield* runGeneration({
+      const generation = runGeneration({
         model: this.model,
         sequence: lease.sequence,
         syntax: this.syntax,
@@ -184,6 +196,8 @@ export class LlamaEngine implements Engine {
         grammars,
         signal,
       });
+      if (breakpointEnd === 0) yield* generation;
+      else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));
     } finally {
       lease.release();
     }

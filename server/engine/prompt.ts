@@ -13,6 +13,7 @@ import {
 } from "node-llama-cpp";
 import { invalidRequest } from "../core/errors.js";
 import type { CanonicalMessage, ContentPart, ToolDefinition } from "../core/inference.js";
+import type { CacheBreakpoint } from "./types.js";
 
 export interface ToolCallSyntax {
   /** Text that starts a call in the model's output (a special token where the model has one). */
@@ -207,4 +208,78 @@ export function renderPrompt(
     documentFunctionParams: true,
   });
   return contextText.tokenize(model.tokenizer);
+}
+
+/** Text and tool name for the probe continuations below; any content works, only where it starts matters. */
+const PROBE = "svc_cache_probe";
+
+type Render = (messages: CanonicalMessage[], tools: ToolDefinition[]) => Token[];
+
+function commonPrefixLength(a: Token[], b: Token[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Every call in the cut history needs a result to render; the missing ones get an empty one. */
+function withPlaceholderResults(messages: CanonicalMessage[]): CanonicalMessage[] {
+  const answered = new Set(messages.flatMap((m) => (m.role === "tool" ? [m.toolCallId] : [])));
+  const missing = messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []).filter((c) => !answered.has(c.id)) : []));
+  return [...messages, ...missing.map((c): CanonicalMessage => ({ role: "tool", toolCallId: c.id, content: [{ type: "text", text: "" }] }))];
+}
+
+/** The request cut just after the breakpoint's block, optionally followed by one more (probe) block. */
+function cutAt(breakpoint: CacheBreakpoint, messages: CanonicalMessage[], tools: ToolDefinition[], probe: boolean) {
+  if (breakpoint.kind === "tool") {
+    const extra: ToolDefinition[] = probe ? [{ name: PROBE, description: PROBE, parameters: { type: "object" } }] : [];
+    return { messages, tools: [...tools.slice(0, breakpoint.tool + 1), ...extra] };
+  }
+  const message = messages[breakpoint.message]!;
+  let cut: CanonicalMessage;
+  if (breakpoint.kind === "content") {
+    const content = [...message.content.slice(0, breakpoint.part + 1), ...(probe ? [{ type: "text" as const, text: PROBE }] : [])];
+    // An assistant's calls render after its text, so they are past the cut.
+    cut = message.role === "assistant" ? { ...message, content, toolCalls: undefined } : { ...message, content };
+  } else {
+    if (message.role !== "assistant") throw new Error("tool_call breakpoint on a message without calls");
+    const calls = message.toolCalls ?? [];
+    const extra = probe ? [{ id: `${PROBE}_call`, name: calls[breakpoint.call]!.name, arguments: "{}" }] : [];
+    cut = { ...message, toolCalls: [...calls.slice(0, breakpoint.call + 1), ...extra] };
+  }
+  return { messages: withPlaceholderResults([...messages.slice(0, breakpoint.message), cut]), tools };
+}
+
+/**
+ * Where the last cache breakpoint ends in the rendered prompt, in tokens (0 without breakpoints). The chat
+ * template renders the whole conversation at once, so tokens cannot be counted per block: instead the
+ * conversation is rendered cut just after the block, and cut there with one more block after it. The two
+ * agree up to the end of the block, and the cut one agrees with the full prompt at least that far; the
+ * shorter of the two common prefixes is the block's end (to within a token the tokenizer merges across it).
+ * Tools render in a template-chosen place, so the last tool and the last message breakpoint are both
+ * measured and the later one counts.
+ */
+export function cacheBreakpointOffset(
+  render: Render,
+  full: Token[],
+  messages: CanonicalMessage[],
+  tools: ToolDefinition[],
+  breakpoints: CacheBreakpoint[],
+): number {
+  const lastTool = breakpoints.findLast((b) => b.kind === "tool");
+  const lastMessage = breakpoints.findLast((b) => b.kind !== "tool");
+  let offset = 0;
+  for (const breakpoint of [lastTool, lastMessage]) {
+    if (!breakpoint) continue;
+    try {
+      const plain = cutAt(breakpoint, messages, tools, false);
+      const probed = cutAt(breakpoint, messages, tools, true);
+      const cut = render(plain.messages, plain.tools);
+      const end = Math.min(commonPrefixLength(cut, render(probed.messages, probed.tools)), commonPrefixLength(cut, full));
+      offset = Math.max(offset, end);
+    } catch {
+      // A history the template cannot render cut short gives no offset; usage then counts no cache write.
+    }
+  }
+  return offset;
 }

@@ -12,6 +12,15 @@ import type {
   ToolDefinition,
 } from "../core/inference.js";
 
+/**
+ * The end of one block of the request, where a cacheable prefix ends: after tools[tool]'s definition, after
+ * messages[message].content[part], or after messages[message].toolCalls[call].
+ */
+export type CacheBreakpoint =
+  | { kind: "tool"; tool: number }
+  | { kind: "content"; message: number; part: number }
+  | { kind: "tool_call"; message: number; call: number };
+
 export interface EngineRequest {
   messages: CanonicalMessage[];
   tools: ToolDefinition[];
@@ -25,11 +34,15 @@ export interface EngineRequest {
   maxTokens?: number;
   stopSequences: string[];
   sampling: SamplingOptions;
+  /** Where cacheable prefixes end, in request order (the pipeline keeps at most 4). */
+  cacheBreakpoints?: CacheBreakpoint[];
 }
 
 export interface EngineUsage {
   promptTokens: number;
   cachedTokens: number;
+  /** Prompt tokens evaluated now up to the last cache breakpoint: max(0, breakpoint offset - cachedTokens). */
+  cacheWriteTokens?: number;
   completionTokens: number;
   reasoningTokens: number;
 }

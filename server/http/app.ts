@@ -5,6 +5,7 @@ import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
+import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
 import { modelObject } from "../surfaces/models.js";
 import { encodeOpenAIError } from "../surfaces/openai-errors.js";
@@ -124,5 +125,6 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
 
   await app.register(async (scope) => registerChatRoutes(scope, deps));
   await app.register(async (scope) => registerResponsesRoutes(scope, deps));
+  await app.register(async (scope) => registerMessagesRoutes(scope, deps));
   return app;
 }

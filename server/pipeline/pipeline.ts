@@ -1,5 +1,6 @@
 // Runs one inference for any caller (the three HTTP surfaces, batches, agent runs): policy, content
 // resolution, the engine call, and the result's derived fields. Surfaces only translate.
+import { randomInt } from "node:crypto";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { readAhead } from "../core/read-ahead.js";
 import type {
@@ -8,12 +9,14 @@ import type {
   InferenceEvent,
   InferenceRequest,
   InferenceResult,
+  ToolDefinition,
   Trace,
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
-import type { EngineOutcome, EngineRequest } from "../engine/types.js";
+import type { CacheBreakpoint, EngineOutcome, EngineRequest } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
+import { estimateTokens } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -69,11 +72,38 @@ export class InferencePipeline {
     const engine = this.host.engine();
     return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages) }));
   }
+
+  /** count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed. */
+  async estimateInputTokens(request: InferenceRequest): Promise<number> {
+    return estimateTokens(await resolveContent(request.messages), request.tools);
+  }
+}
+
+/** Spec: at most 4 cache breakpoints are kept; the first 4 in request order (tools, then messages). */
+export const MAX_CACHE_BREAKPOINTS = 4;
+
+export function collectCacheBreakpoints(messages: CanonicalMessage[], tools: ToolDefinition[]): CacheBreakpoint[] {
+  const found: CacheBreakpoint[] = [];
+  tools.forEach((tool, i) => {
+    if (tool.cacheBreakpoint) found.push({ kind: "tool", tool: i });
+  });
+  messages.forEach((message, i) => {
+    message.content.forEach((part, j) => {
+      if (part.cacheBreakpoint) found.push({ kind: "content", message: i, part: j });
+    });
+    if (message.role === "assistant")
+      (message.toolCalls ?? []).forEach((call, k) => {
+        if (call.cacheBreakpoint) found.push({ kind: "tool_call", message: i, call: k });
+      });
+  });
+  return found.slice(0, MAX_CACHE_BREAKPOINTS);
 }
 
 export function toEngineRequest(request: InferenceRequest): EngineRequest {
+  const messages = applyRefusalMode(request.messages, request);
+  const cacheBreakpoints = collectCacheBreakpoints(messages, request.tools);
   return {
-    messages: applyRefusalMode(request.messages, request),
+    messages,
     tools: request.tools,
     toolChoice: request.toolChoice,
     parallelToolCalls: request.parallelToolCalls ?? true,
@@ -84,10 +114,14 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
     stopSequences: request.stopSequences,
     sampling: {
       ...request.sampling,
+      // node-llama-cpp's default seed is the current second, so unseeded requests in the same second would
+      // sample alike; each gets its own random seed instead.
+      seed: request.sampling.seed ?? randomInt(2 ** 32),
       temperature: request.sampling.temperature ?? DEFAULT_SAMPLING.temperature,
       topP: request.sampling.topP ?? DEFAULT_SAMPLING.topP,
       topK: request.sampling.topK ?? DEFAULT_SAMPLING.topK,
     },
+    ...(cacheBreakpoints.length > 0 ? { cacheBreakpoints } : {}),
   };
 }
 
@@ -129,7 +163,7 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome): Infere
     toolCalls: outcome.toolCalls,
     stopReason: outcome.stopReason,
     stopSequence: outcome.stopSequence,
-    usage: { ...outcome.usage, cacheWriteTokens: 0 },
+    usage: { ...outcome.usage, cacheWriteTokens: outcome.usage.cacheWriteTokens ?? 0 },
     complexity: assessComplexity(request, outcome),
   };
   if (request.glassbox) result.trace = buildTrace(request, outcome);

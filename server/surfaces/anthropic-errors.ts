@@ -1,9 +1,10 @@
-// The Anthropic error body ({"type": "error", "error": {type, message}, "request_id"}) for the Messages surface.
+// The Anthropic error body for the Messages surface:
+// {"type": "error", "error": {type, message, details: {error_code, param?}}, "request_id"}.
 import type { AppError, AppErrorKind } from "../core/errors.js";
 
 export interface AnthropicErrorBody {
   type: "error";
-  error: { type: string; message: string };
+  error: { type: string; message: string; details?: { error_code: string; param?: string } };
   request_id: string;
 }
 
@@ -20,7 +21,13 @@ const TYPE_OF_KIND: Record<AppErrorKind, string> = {
   unavailable: "overloaded_error",
 };
 
+/**
+ * The message names the parameter at fault (Anthropic bodies have no `param` field); `details.error_code`
+ * carries our machine-readable code, which the 1.x SDK exposes as `err.errorCode` (codes it does not know
+ * leave the error class chosen by status).
+ */
 export function encodeAnthropicError(err: AppError, requestId: string): AnthropicErrorBody {
   const message = err.param && !err.message.includes(err.param) ? `${err.param}: ${err.message}` : err.message;
-  return { type: "error", error: { type: TYPE_OF_KIND[err.kind], message }, request_id: requestId };
+  const details = err.code ? { error_code: err.code, ...(err.param ? { param: err.param } : {}) } : undefined;
+  return { type: "error", error: { type: TYPE_OF_KIND[err.kind], message, ...(details ? { details } : {}) }, request_id: requestId };
 }

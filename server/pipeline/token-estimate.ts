@@ -1,0 +1,24 @@
+// The spec's token-count heuristic (count_tokens): about one token per four characters of what the model
+// reads. No tokenizer is involved, so it works with no model loaded and is the same for every model.
+import type { CanonicalMessage, ToolDefinition } from "../core/inference.js";
+
+/** Unicode code points, so an emoji or a CJK character counts once. */
+function characters(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/**
+ * ceil(characters / 4) over: every text part (files already turned into the text the model gets), each
+ * earlier tool call's name and arguments JSON, and each tool's name, description and JSON schema text.
+ */
+export function estimateTokens(messages: CanonicalMessage[], tools: ToolDefinition[]): number {
+  let chars = 0;
+  for (const message of messages) {
+    for (const part of message.content) if (part.type === "text") chars += characters(part.text);
+    if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += characters(call.name) + characters(call.arguments);
+  }
+  for (const tool of tools) chars += characters(tool.name) + characters(tool.description ?? "") + characters(JSON.stringify(tool.parameters));
+  return Math.ceil(chars / 4);
+}
