@@ -1,5 +1,6 @@
 // Numbered migrations, applied in order, each once, each in its own transaction.
 import { sql as m0001 } from "./0001-initial.js";
+import { sql as m0002 } from "./0002-models.js";
 
 export interface Migration {
   version: number;
@@ -7,4 +8,7 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [{ version: 1, name: "initial", sql: m0001 }];
+export const MIGRATIONS: Migration[] = [
+  { version: 1, name: "initial", sql: m0001 },
+  { version: 2, name: "models", sql: m0002 },
+];
