@@ -29,7 +29,8 @@ async function readInfo(path: string): Promise<GgufFileInfo> {
   } catch (err) {
     const message = (err as Error).message;
     if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new InvalidModelFileError(`${path} does not exist.`);
-    if ((err as Error).name === "InvalidGgufMagicError") throw new InvalidModelFileError(`${path} is not a GGUF model file.`);
+    if ((err as Error).constructor?.name === "InvalidGgufMagicError" || /Invalid GGUF magic/i.test(message))
+      throw new InvalidModelFileError(`${path} is not a GGUF model file.`);
     throw new InvalidModelFileError(`${path} is not a readable GGUF model file (${message}).`);
   }
 }
