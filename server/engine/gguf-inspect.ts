@@ -1,7 +1,7 @@
 // Reads what a GGUF file says about itself (architecture, quantisation, name) and checks that a file is a
 // whole GGUF model: the header parses and the file is long enough to hold every tensor the header lists.
 import { stat } from "node:fs/promises";
-import { GgmlType, GgufFileType, GgufInsights, readGgufFileInfo, type GgufFileInfo } from "node-llama-cpp";
+import { GgmlType, GgufFileType, GgufInsights, readGgufFileInfo, type GgufFileInfo, type GgufTensorInfo } from "node-llama-cpp";
 
 export interface GgufSummary {
   architecture: string | null;
@@ -16,6 +16,29 @@ export interface GgufSummary {
   hasChatTemplate: boolean;
   /** Number of files of a split model (1 for a single file). */
   parts: number;
+}
+
+/**
+ * [elements per block, bytes per block] of the common ggml types, for a fast completeness check that needs no
+ * native library. Types not listed (and any file this check finds short) go to the library's own count.
+ */
+const BLOCK_LAYOUT: Partial<Record<string, [number, number]>> = {
+  F32: [1, 4], F16: [1, 2], BF16: [1, 2], F64: [1, 8], I8: [1, 1], I16: [1, 2], I32: [1, 4], I64: [1, 8],
+  Q4_0: [32, 18], Q4_1: [32, 20], Q5_0: [32, 22], Q5_1: [32, 24], Q8_0: [32, 34],
+  Q2_K: [256, 84], Q3_K: [256, 110], Q4_K: [256, 144], Q5_K: [256, 176], Q6_K: [256, 210],
+  IQ4_NL: [32, 18], IQ4_XS: [256, 136],
+};
+
+/** Where the last tensor ends, from the table above; null when a tensor's type is not in it. */
+function tensorDataEnd(tensors: readonly GgufTensorInfo[]): number | null {
+  let end = 0;
+  for (const tensor of tensors) {
+    const layout = BLOCK_LAYOUT[GgmlType[tensor.ggmlType] ?? ""];
+    if (!layout) return null;
+    const elements = tensor.dimensions.reduce<number>((n, d) => n * Number(d), 1);
+    end = Math.max(end, Number(tensor.fileOffset) + Math.ceil(elements / layout[0]) * layout[1]);
+  }
+  return end;
 }
 
 /** The file is not a GGUF model, or not all of one. */
@@ -79,17 +102,18 @@ export async function readGgufSummary(path: string): Promise<GgufSummary> {
 export async function verifyGgufFile(path: string): Promise<GgufSummary> {
   const info = await readInfo(path);
   const tensors = info.tensorInfo ?? [];
-  if (info.splicedParts === 1 && tensors.length > 0) {
+  const { size } = await stat(path);
+  const quickEnd = tensorDataEnd(tensors);
+  if (info.splicedParts === 1 && tensors.length > 0 && (quickEnd === null || size < quickEnd)) {
     const first = tensors[0]!;
     const dataStart = Number(BigInt(first.fileOffset) - BigInt(first.offset));
     let tensorBytes: number | null = null;
     try {
-      // Tensor sizes depend on ggml's block layouts, which only the native library knows.
+      // The authoritative count: ggml's block layouts, from the native library (slow to load, so only here).
       tensorBytes = (await GgufInsights.from(info)).modelSize;
     } catch {
       tensorBytes = null; // no native library to ask: the header check and the announced size stand alone
     }
-    const { size } = await stat(path);
     if (tensorBytes !== null && size < dataStart + tensorBytes)
       throw new InvalidModelFileError(
         `${path} is incomplete: its header lists ${dataStart + tensorBytes} bytes of model data but the file has ${size}.`,

@@ -1,5 +1,6 @@
 // `svc models pull` against a file server on loopback serving generated GGUF models: progress, resume after
 // a cut connection, verification, hf: URIs, and what the user reads when the network is not there.
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -8,7 +9,7 @@ import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { ModelsService, type PullEvent } from "../../server/features/models/models-service.js";
 import { Store } from "../../server/store/store.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
-import { runSvc, runSvcAsync, tempDataDir } from "../support/svc-process.js";
+import { runSvc, runSvcAsync, SVC_BIN, tempDataDir } from "../support/svc-process.js";
 
 const tiny = buildTinyModel({ seed: 11 });
 // Large enough for three of the downloader's 5 MiB chunks, so a cut download has whole chunks to keep.
@@ -117,6 +118,34 @@ describe("svc models pull", () => {
     expect(ranged.length).toBeGreaterThan(0);
     expect(ranged.every((r) => r.start >= 10 * 1024 * 1024)).toBe(true);
     expect(ranged.reduce((n, r) => n + r.bytesSent, 0)).toBeLessThan(big.length / 2);
+  });
+
+  it("Ctrl+C stops a download with exit code 130, keeping it for the next pull", async () => {
+    const dir = dataDir();
+    const url = `${server.url}/m/big.gguf`;
+    server.bytesPerSecond = 3_000_000; // a few seconds for the whole file
+    try {
+      const child = spawn(process.execPath, [SVC_BIN, "models", "pull", url, "--data-dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+      // Once a first 5 MiB piece is complete there is something to keep.
+      while (!/  [5-9]\d%|Resuming/.test(stderr)) {
+        if (child.exitCode !== null) throw new Error(`pull ended early: ${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+      expect(stderr).toContain("svc: Download stopped. Run the same command again to resume where it stopped.");
+      expect(leftovers(dir).models).toEqual([]);
+      expect(leftovers(dir).downloads).toContain("big.gguf.ipull");
+    } finally {
+      server.bytesPerSecond = null;
+    }
+    const resumed = await runSvcAsync(["models", "pull", url, "--data-dir", dir]);
+    expect(resumed.status).toBe(0);
+    expect(resumed.stderr).toMatch(/Resuming: [\d.]+ MB of 12\.6 MB already downloaded\./);
+    expect(readFileSync(join(dir, "models", "big.gguf")).equals(big)).toBe(true);
   });
 
   it("refuses a download that is not a GGUF model, and leaves nothing behind", async () => {

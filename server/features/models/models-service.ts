@@ -523,7 +523,8 @@ export class ModelsService {
       }
     }, Math.min(1000, Math.max(50, context.stallTimeoutMs / 4)));
     const onAbort = () => internal.abort(context.signal?.reason);
-    context.signal?.addEventListener("abort", onAbort, { once: true });
+    if (context.signal?.aborted) onAbort();
+    else context.signal?.addEventListener("abort", onAbort, { once: true });
     let failure: { error: unknown } | null = null;
     try {
       await download.download(internal.signal);

@@ -75,7 +75,7 @@ export class ProgressRenderer {
     if (this.stream.isTTY) {
       if (now - this.lastDraw < (this.options.redrawMs ?? 100)) return;
       this.lastDraw = now;
-      const line = formatProgressLine(progress, this.stream.columns ?? 80);
+      const line = formatProgressLine(progress, this.stream.columns || 80);
       this.stream.write(`\r${line}\x1b[K`);
       this.drawn = true;
       return;
