@@ -83,13 +83,17 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         log(
           "warn",
           `No model yet: inference endpoints answer 503 until one is loaded. \`svc models pull\` downloads the recommended ` +
-            `${RECOMMENDED_MODEL.title} (about 2.5 GB); \`svc models use FILE\` selects one; --model PATH.gguf (or SVC_MODEL) loads a file directly.`,
+            `${RECOMMENDED_MODEL.title}, about 2.5 GB; \`svc models use FILE\` selects one; --model PATH.gguf (or SVC_MODEL) loads a file directly.`,
         );
       }
       if (!engineHost.files().current)
         // Report the GPU before any model loads (for /health and the desktop app's model picker).
         void detectGpu(config.gpu, log).then(
-          (gpu) => engineHost.setDetectedGpu(gpu),
+          (gpu) => {
+            engineHost.setDetectedGpu(gpu);
+            if (gpu.backend !== "cpu")
+              log("info", `GPU: ${gpu.backend} (${gpu.devices.join(", ") || "unnamed device"}), ${(gpu.vramFreeBytes / 2 ** 30).toFixed(1)} GiB of VRAM free.`);
+          },
           (err: unknown) => log("warn", `GPU detection failed: ${(err as Error).message}`),
         );
       models.follow();

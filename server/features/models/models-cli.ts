@@ -21,10 +21,10 @@ function withService<T>(dataDir: string, action: (models: ModelsService) => Prom
   return action(models).finally(() => store.close());
 }
 
-function describeEntry(m: ModelEntry): string {
+function describeEntry(m: ModelEntry, separator = "  "): string {
   if (m.error) return m.error;
   const kind = [m.architecture, m.sizeLabel, m.quantization].filter(Boolean).join(" ");
-  return `${kind}${m.name ? `  "${m.name}"` : ""}`;
+  return `${kind}${m.name ? `${separator}"${m.name}"` : ""}`;
 }
 
 async function list(dataDir: string, values: Values): Promise<number> {
@@ -125,7 +125,7 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
 async function use(dataDir: string, file: string | undefined): Promise<number> {
   if (!file) throw new ModelsUsageError("svc models use needs a model file (see `svc models list`).");
   const entry = await withService(dataDir, (models) => models.use(file));
-  console.log(`Active model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry)}).`);
+  console.log(`Active model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry, ", ")}).`);
   console.log("`svc serve` loads it at start; a server already running on this data dir (without --model) switches to it within a few seconds.");
   return 0;
 }
