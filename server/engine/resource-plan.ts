@@ -20,12 +20,21 @@ export function gpuCandidates(preference: GpuPreference, supported: readonly Gpu
   return [...GPU_ORDER.filter((gpu) => supported.includes(gpu)), false];
 }
 
+/** Thread counts worth measuring: 1, 2, 4, ... below the logical cores, and the cores themselves. */
+export function threadCandidates(cores: number): number[] {
+  const top = Number.isFinite(cores) ? Math.max(1, Math.floor(cores)) : 1;
+  const out: number[] = [];
+  for (let n = 1; n < top; n *= 2) out.push(n);
+  out.push(top);
+  return out;
+}
+
 export type Offload = "none" | "partial" | "full";
 
 /**
  * CPU threads for generation. Measured on a 2-core machine: 4 threads (the library's default) made generation
- * 50 to 400 times slower than 1, because busy-waiting threads fight over the cores; 2 threads were 3 to 9 times
- * slower. So a core is always left free, and hyper-threads are not counted (half the logical cores). With every
+ * 130 to 400 times slower than 1, because busy-waiting threads fight over the cores; 2 threads were 8 to 13
+ * times slower (docs/configuration.md has the figures). So a core is always left free, and hyper-threads are not counted (half the logical cores). With every
  * layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
  */
 export function chooseThreads(input: { cores: number; offload?: Offload }): number {

@@ -112,6 +112,19 @@ describe("svc models list / use / remove", () => {
   });
 });
 
+describe("svc models bench-threads", () => {
+  it("measures generation speed per thread count and names the fastest", () => {
+    const dir = dataDirWithModels();
+    const result = runSvc(["models", "bench-threads", "--model", "a", "--threads", "1", "--tokens", "16", "--data-dir", dir]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^ +1 thread\(s\): +\d+\.\d tokens\/s generating, +\d+ tokens\/s reading the prompt/m);
+    expect(result.stdout).toContain("Fastest: 1 thread(s). Start the server with --threads 1");
+    const bad = runSvc(["models", "bench-threads", "--threads", "0", "--data-dir", dir]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("--threads takes a list of counts");
+  });
+});
+
 describe("svc serve and the active model", () => {
   it("loads the active model, switches when `svc models use` changes it, and reloads on SIGHUP", async () => {
     const dir = dataDirWithModels();

@@ -7,6 +7,7 @@ import {
   gpuCandidates,
   memoryBudget,
   planContext,
+  threadCandidates,
   type MemoryModel,
 } from "../../server/engine/resource-plan.js";
 
@@ -57,6 +58,15 @@ describe("chooseThreads", () => {
   it("survives nonsense core counts", () => {
     expect(chooseThreads({ cores: 0 })).toBe(1);
     expect(chooseThreads({ cores: Number.NaN })).toBe(1);
+  });
+});
+
+describe("threadCandidates", () => {
+  it("measures powers of two below the core count, and the core count", () => {
+    expect(threadCandidates(1)).toEqual([1]);
+    expect(threadCandidates(2)).toEqual([1, 2]);
+    expect(threadCandidates(6)).toEqual([1, 2, 4, 6]);
+    expect(threadCandidates(16)).toEqual([1, 2, 4, 8, 16]);
   });
 });
 
@@ -140,6 +150,17 @@ describe("planContext", () => {
   it("when nothing fits: the smallest context, one sequence, reported as not fitting", () => {
     const plan = planContext({ budgetBytes: 100 * MiB, memory: qwen4b, trainContextSize: 40960 });
     expect(plan).toMatchObject({ contextSize: 512, sequences: 1, fits: false });
+  });
+
+  it("with one sequence allowed, shrinks that sequence's context rather than failing", () => {
+    const plan = planContext({ budgetBytes: 1 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 1 } });
+    expect(plan.sequences).toBe(1);
+    expect(plan.contextSize).toBeLessThan(16384);
+    expect(plan.fits).toBe(true);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 1 } })).toMatchObject({
+      contextSize: 16384,
+      sequences: 1,
+    });
   });
 
   it("never exceeds the model's training context or the cap", () => {

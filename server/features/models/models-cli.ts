@@ -139,14 +139,6 @@ async function remove(dataDir: string, file: string | undefined, values: Values)
 }
 
 async function benchThreads(dataDir: string, values: Values): Promise<number> {
-  const { benchmarkThreads } = await import("./thread-bench.js");
-  const modelArg = typeof values.model === "string" ? values.model : undefined;
-  const modelPath = await withService(dataDir, async (models) => {
-    if (modelArg) return (await models.list()).models.find((m) => m.file === modelArg || m.file === `${modelArg}.gguf`)?.path ?? modelArg;
-    const active = models.active();
-    if (!active) throw new AppError("invalid_request", "No active model to measure: pass --model FILE or run `svc models use` first.");
-    return active.path;
-  });
   const counts = String(values.threads ?? "")
     .split(",")
     .filter((t) => t.trim() !== "")
@@ -154,6 +146,14 @@ async function benchThreads(dataDir: string, values: Values): Promise<number> {
   if (counts.some((n) => !Number.isInteger(n) || n < 1 || n > 256)) throw new ModelsUsageError("--threads takes a list of counts, e.g. 1,2,4.");
   const tokens = values.tokens === undefined ? 128 : Number(values.tokens);
   if (!Number.isInteger(tokens) || tokens < 8 || tokens > 4096) throw new ModelsUsageError("--tokens must be an integer from 8 to 4096.");
+  const modelArg = typeof values.model === "string" ? values.model : undefined;
+  const modelPath = await withService(dataDir, async (models) => {
+    if (modelArg) return (await models.list()).models.find((m) => m.file === modelArg || m.file === `${modelArg}.gguf`)?.path ?? modelArg;
+    const active = models.active();
+    if (!active) throw new AppError("invalid_request", "No active model to measure: pass --model FILE or run `svc models use` first.");
+    return active.path;
+  });
+  const { benchmarkThreads } = await import("./thread-bench.js");
   console.error(`Measuring generation speed of ${modelPath} on the CPU (${tokens} tokens per run) ...`);
   const results = await benchmarkThreads({ modelPath, threads: counts.length > 0 ? counts : undefined, tokens });
   const best = results.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));

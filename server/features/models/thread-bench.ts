@@ -3,20 +3,13 @@
 // produce exactly the requested number of tokens, so every run measures the same amount of work.
 import { availableParallelism } from "node:os";
 import { LlamaEngine } from "../../engine/llama-engine.js";
+import { threadCandidates } from "../../engine/resource-plan.js";
 import type { EngineRequest } from "../../engine/types.js";
 
 export interface ThreadBenchResult {
   threads: number;
   tokensPerSecond: number;
   promptTokensPerSecond: number;
-}
-
-/** 1, 2, 4, ... up to the logical cores, and the cores themselves. */
-export function defaultThreadCandidates(cores = availableParallelism()): number[] {
-  const out: number[] = [];
-  for (let n = 1; n < cores; n *= 2) out.push(n);
-  out.push(cores);
-  return [...new Set(out)];
 }
 
 function request(tokens: number, round: number): EngineRequest {
@@ -28,7 +21,9 @@ function request(tokens: number, round: number): EngineRequest {
     parallelToolCalls: false,
     output: {
       type: "json_schema",
-      schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: 4096 } }, required: ["xs"] },
+      // Every item takes at least one token, so the array cannot end before maxTokens; a larger minItems only
+      // makes the grammar slower to build.
+      schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: tokens } }, required: ["xs"] },
     },
     mode: "fast",
     reasoningBudget: 0,
@@ -43,7 +38,7 @@ export async function benchmarkThreads(options: { modelPath: string; threads?: n
   const rounds = options.rounds ?? 2;
   const results: ThreadBenchResult[] = [];
   let round = 0;
-  for (const threads of options.threads ?? defaultThreadCandidates()) {
+  for (const threads of options.threads ?? threadCandidates(availableParallelism())) {
     const engine = await LlamaEngine.load({ modelPath: options.modelPath, threads, sequences: 1, contextSize: 2048, gpu: "cpu" });
     try {
       let best: ThreadBenchResult | null = null;
