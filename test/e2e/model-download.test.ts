@@ -51,6 +51,8 @@ describe("pull through the service (what the desktop app calls)", () => {
     const store = Store.open(dir);
     try {
       const models = new ModelsService({ store, dataDir: dir });
+      expect(await models.needsModel()).toBe(true); // what the desktop app asks on its first run
+      expect(models.recommended().source).toBe("hf:Qwen/Qwen3-4B-GGUF:Q4_K_M");
       server.bytesPerSecond = 4_000_000; // about a second for the 3.6 MB file
       const events: PullEvent[] = [];
       const result = await models.pull(`${server.url}/m/tiny.gguf`, { onEvent: (e) => events.push(e) });
@@ -73,6 +75,7 @@ describe("pull through the service (what the desktop app calls)", () => {
       expect(measured.at(-1)!.bytesPerSecond).toBeGreaterThan(400_000);
       expect(measured.at(-1)!.bytesPerSecond).toBeLessThan(40_000_000);
 
+      expect(await models.needsModel()).toBe(false);
       const listing = await models.list();
       expect(listing.active).toBe("tiny.gguf");
       expect(listing.models).toEqual([

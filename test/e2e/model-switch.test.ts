@@ -124,6 +124,17 @@ describe("switching models under load (real engine)", () => {
     expect(await greedyAnswer()).toBe(greedyTexts(SEED_B).answer.trim());
   });
 
+  it("reports the hardware the desktop app shows: the backend in use, cores, memory", async () => {
+    const hardware = await server.models.hardware();
+    expect(hardware.gpu?.backend).toBe("cpu"); // this server was started with --gpu cpu
+    expect(hardware.cpuCores).toBeGreaterThan(0);
+    expect(hardware.defaultThreads).toBeGreaterThanOrEqual(1);
+    expect(hardware.ramTotalBytes).toBeGreaterThan(hardware.ramFreeBytes);
+    const body = (await (await fetch(`${server.url}/health`)).json()) as { gpu: { backend: string; skipped: unknown[] }; memory: { ram_free_bytes: number } };
+    expect(body.gpu).toMatchObject({ backend: "cpu", skipped: [] });
+    expect(body.memory.ram_free_bytes).toBeGreaterThan(0);
+  });
+
   it("a model llama.cpp cannot load leaves the old one serving, and the active setting unchanged", async () => {
     const error = await server.models.use("alien.gguf").then(
       () => null,
