@@ -15,9 +15,16 @@ Usage:
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
   svc keys update KEY_ID --reasoning-trace on|off [--data-dir DIR]
+  svc models list [--data-dir DIR] [--json]
+  svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--data-dir DIR]
+  svc models use FILE [--data-dir DIR]
+  svc models remove FILE [--force] [--data-dir DIR]
+  svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]
 
+Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
+switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Default data dir: ${defaultDataDir()}
 `;
 
@@ -65,6 +72,13 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // SIGHUP reloads the model (the active one, or the --model file), as daemons reload their configuration.
+  if (process.platform !== "win32")
+    process.on("SIGHUP", () => {
+      if (stopping) return;
+      log("info", "SIGHUP: reloading the model.");
+      void server.models.reload();
+    });
 }
 
 function describeKey(k: KeyInfo): string {
@@ -146,6 +160,12 @@ export async function main(argv: string[]): Promise<void> {
       return serve(rest);
     case "keys":
       return keys(rest);
+    case "models": {
+      // Loaded only here: it pulls in node-llama-cpp, which `svc keys` does not need.
+      const { runModelsCommand } = await import("./features/models/models-cli.js");
+      // Exit explicitly: the downloader may leave idle connections that would keep the process alive.
+      process.exit(await runModelsCommand(rest, defaultDataDir()));
+    }
     case "--version":
     case "-v":
       console.log(packageVersion());
@@ -162,7 +182,11 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof UsageError || (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS"))) {
+  if (
+    err instanceof UsageError ||
+    (err instanceof Error && err.name === "UsageError") ||
+    (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS"))
+  ) {
     console.error(`svc: ${err.message}\n\n${USAGE}`);
     process.exit(2);
   }

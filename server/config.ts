@@ -1,15 +1,19 @@
 // Server settings: flags, then environment variables (SVC_*), then defaults.
 import { availableParallelism, homedir, platform } from "node:os";
 import { join } from "node:path";
-import type { GpuPreference } from "./engine/llama-engine.js";
+import { chooseThreads, type GpuPreference } from "./engine/resource-plan.js";
 
 export interface ServeConfig {
   host: string;
   port: number;
   dataDir: string;
+  /** From --model / SVC_MODEL; without one the server loads the active model (`svc models use`). */
   modelPath?: string;
-  threads: number;
-  sequences: number;
+  /** Undefined: chosen when the model loads, from the cores and how much of the model is on the GPU. */
+  threads?: number;
+  /** Undefined: as many as the free memory holds (up to 2 on a CPU, 4 on a GPU). */
+  sequences?: number;
+  /** Undefined: sized to the free memory, up to 16384. */
   contextSize?: number;
   gpu: GpuPreference;
   logLevel: "silent" | "error" | "warn" | "info" | "debug";
@@ -30,13 +34,9 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   }
 }
 
-/**
- * Threads for generation. Measured on a 2-core machine: the library's default of 4 made generation about
- * 400 times slower than 1 thread, because threads spun against each other. Leave a core for the rest.
- */
+/** Threads for generation on this machine when nothing is on the GPU (see chooseThreads for the measurements). */
 export function defaultThreads(cores = availableParallelism()): number {
-  if (cores <= 2) return 1;
-  return Math.max(1, Math.min(8, Math.floor(cores / 2)));
+  return chooseThreads({ cores });
 }
 
 export type Flags = Partial<Record<"host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level", string>>;
@@ -61,8 +61,8 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     port: intOption("port", pick("port", "SVC_PORT"), 0, 65535) ?? DEFAULT_PORT,
     dataDir: pick("data-dir", "SVC_DATA_DIR") ?? defaultDataDir(env),
     modelPath: pick("model", "SVC_MODEL") || undefined,
-    threads: intOption("threads", pick("threads", "SVC_THREADS"), 1, 256) ?? defaultThreads(),
-    sequences: intOption("sequences", pick("sequences", "SVC_SEQUENCES"), 1, 64) ?? 2,
+    threads: intOption("threads", pick("threads", "SVC_THREADS"), 1, 256),
+    sequences: intOption("sequences", pick("sequences", "SVC_SEQUENCES"), 1, 64),
     contextSize: intOption("context-size", pick("context-size", "SVC_CONTEXT_SIZE"), 256, 1_048_576),
     gpu,
     logLevel,

@@ -4,7 +4,10 @@ import { isIP } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { ServeConfig } from "./config.js";
 import { EngineHost } from "./engine/engine-host.js";
+import { detectGpu } from "./engine/llama-engine.js";
 import { KeysService } from "./features/keys/keys-service.js";
+import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
+import { ModelsService } from "./features/models/models-service.js";
 import { buildApp } from "./http/app.js";
 import { InferencePipeline } from "./pipeline/pipeline.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
@@ -18,6 +21,8 @@ export interface RunningServer {
   store: Store;
   keys: KeysService;
   engineHost: EngineHost;
+  /** Model files, the active model, downloads and switching (the desktop app's main process calls this). */
+  models: ModelsService;
   close(): Promise<void>;
 }
 
@@ -61,19 +66,40 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const store = Store.open(config.dataDir);
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
-  const engineHost = new EngineHost();
+  const engineHost = new EngineHost({ log });
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu: config.gpu, log };
+  const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
   try {
-    if (config.modelPath)
-      await engineHost.load({
-        modelPath: config.modelPath,
-        threads: config.threads,
-        sequences: config.sequences,
-        contextSize: config.contextSize,
-        gpu: config.gpu,
-        log,
-      });
-    else log("warn", "No model configured: inference endpoints answer 503 until one is provided (--model or SVC_MODEL).");
+    if (config.modelPath) await engineHost.load({ ...engineOptions, modelPath: config.modelPath });
+    else {
+      const active = models.active();
+      if (active)
+        // The active model is a setting the user can fix while the server runs, so a failure here is not fatal:
+        // the server starts, /health says why there is no model, and `svc models use` loads another.
+        await engineHost.load({ ...engineOptions, modelPath: active.path }).catch((err: unknown) => {
+          log("error", `Could not load the active model ${active.file}: ${(err as Error).message}`);
+        });
+      else {
+        log(
+          "warn",
+          `No model yet: inference endpoints answer 503 until one is loaded. \`svc models pull\` downloads the recommended ` +
+            `${RECOMMENDED_MODEL.title}, about 2.5 GB; \`svc models use FILE\` selects one; --model PATH.gguf (or SVC_MODEL) loads a file directly.`,
+        );
+      }
+      if (!engineHost.files().current)
+        // Report the GPU before any model loads (for /health and the desktop app's model picker).
+        void detectGpu(config.gpu, log).then(
+          (gpu) => {
+            engineHost.setDetectedGpu(gpu);
+            if (gpu.backend !== "cpu")
+              log("info", `GPU: ${gpu.backend} (${gpu.devices.join(", ") || "unnamed device"}), ${(gpu.vramFreeBytes / 2 ** 30).toFixed(1)} GiB of VRAM free.`);
+          },
+          (err: unknown) => log("warn", `GPU detection failed: ${(err as Error).message}`),
+        );
+      models.follow();
+    }
   } catch (err) {
+    await models.close();
     store.close();
     throw new StartupError((err as Error).message);
   }
@@ -89,6 +115,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
+    await models.close();
     await engineHost.close();
     store.close();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
@@ -104,8 +131,10 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     store,
     keys,
     engineHost,
+    models,
     close() {
       closing ??= (async () => {
+        await models.close();
         await app.close();
         await engineHost.close();
         store.close();

@@ -170,6 +170,8 @@ export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED): Floa
 export interface TinyModelOptions {
   seed?: number;
   contextLength?: number;
+  /** Adds a metadata string of this many bytes, for tests that need a larger file (downloads in chunks). */
+  padBytes?: number;
 }
 
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
@@ -234,6 +236,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
     ["tokenizer.chat_template", { type: "string", value: template }],
   ];
+  if (options.padBytes) metadata.push(["svc.test.padding", { type: "string", value: "x".repeat(options.padBytes) }]);
   return encodeGguf(metadata, tensors);
 }
 

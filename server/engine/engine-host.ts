@@ -1,64 +1,233 @@
-// Holds the engine the server uses now. Requests ask the host for it; while no model is loaded (or one is
-// loading) they get a 503 with Retry-After and a message saying how to provide one.
+// Holds the engine the server uses now, and swaps it safely. Requests ask the host for the engine; while no
+// model is loaded, or one is loading or being switched, they get a 503 with Retry-After and a message saying
+// why. A switch lets the requests already running finish on the old model, unloads it (two models rarely
+// fit in a laptop's memory at once), loads the new one, and puts the old one back if the new one fails.
 import { AppError } from "../core/errors.js";
-import { LlamaEngine, type LlamaEngineOptions } from "./llama-engine.js";
-import type { Engine, EngineStatus } from "./types.js";
+import { readGgufSummary } from "./gguf-inspect.js";
+import { currentGpu, LlamaEngine, type LlamaEngineOptions } from "./llama-engine.js";
+import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
 
 export const NO_MODEL_MESSAGE =
   "No model is loaded. Start the server with --model PATH.gguf (or set SVC_MODEL), " +
   "or download one with `svc models pull` and select it with `svc models use`.";
 
+export type EngineLoader = (options: LlamaEngineOptions) => Promise<Engine>;
+/** Fails fast (before anything is unloaded) for a file that cannot be a model. */
+export type ModelPrecheck = (path: string) => Promise<void>;
+export type HostLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+
+const LOADING_RETRY_AFTER = 5;
+
+function loadingError(): AppError {
+  return new AppError("unavailable", "The model is loading; try again shortly.", { code: "model_loading", retryAfter: LOADING_RETRY_AFTER });
+}
+
+/**
+ * Counts the requests running on an engine, so a switch can wait for them, and refuses new ones once the
+ * engine is retired. Requests that asked for the engine but had not started yet get the 503 a new request
+ * gets during a switch.
+ */
+class TrackedEngine implements Engine {
+  private running = 0;
+  private retired = false;
+  private idle: Array<() => void> = [];
+
+  constructor(
+    readonly inner: Engine,
+    readonly options: LlamaEngineOptions,
+  ) {}
+
+  status(): EngineStatus {
+    return this.inner.status();
+  }
+
+  async countPromptTokens(request: EngineRequest): Promise<number> {
+    this.enter();
+    try {
+      return await this.inner.countPromptTokens(request);
+    } finally {
+      this.leave();
+    }
+  }
+
+  async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
+    this.enter();
+    try {
+      yield* this.inner.generate(request, signal);
+    } finally {
+      this.leave();
+    }
+  }
+
+  /** Refuses new work and resolves once the running requests have finished. */
+  retire(): Promise<void> {
+    this.retired = true;
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private enter(): void {
+    if (this.retired) throw loadingError();
+    this.running++;
+  }
+
+  private leave(): void {
+    this.running--;
+    if (this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
+  }
+}
+
+export interface HostOptions {
+  loader?: EngineLoader;
+  precheck?: ModelPrecheck;
+  log?: HostLog;
+}
+
 export class EngineHost {
-  private current: Engine | null = null;
-  private loading: Promise<Engine> | null = null;
+  private current: TrackedEngine | null = null;
+  /** The file being loaded, while a load or switch runs. */
+  private pending: string | null = null;
   private lastError: string | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private gpu: GpuInfo | null = null;
+  private readonly loader: EngineLoader;
+  private readonly precheck: ModelPrecheck;
+  private readonly log: HostLog;
+
+  constructor(options: HostOptions = {}) {
+    this.loader = options.loader ?? ((o) => LlamaEngine.load(o));
+    this.precheck = options.precheck ?? (async (path) => void (await readGgufSummary(path)));
+    this.log = options.log ?? (() => undefined);
+  }
 
   /** Uses an engine built elsewhere (tests use a scripted fake). */
-  static of(engine: Engine | null): EngineHost {
-    const host = new EngineHost();
-    host.current = engine;
+  static of(engine: Engine | null, options: HostOptions = {}): EngineHost {
+    const host = new EngineHost(options);
+    if (engine) host.current = new TrackedEngine(engine, { modelPath: engine.status().model?.path ?? "" });
     return host;
   }
 
-  async load(options: LlamaEngineOptions): Promise<Engine> {
-    this.loading = LlamaEngine.load(options);
-    try {
-      const engine = await this.loading;
-      const previous = this.current;
-      this.current = engine;
+  /**
+   * Loads the model, replacing the current one if there is one. Loads and switches run one at a time, in
+   * the order asked. Throws AppError when the model cannot be loaded; the message says whether the previous
+   * model is still serving.
+   */
+  load(options: LlamaEngineOptions): Promise<Engine> {
+    const run = this.queue.then(() => this.switchTo(options));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Lets running requests finish, then unloads the model (no model afterwards). */
+  unload(): Promise<void> {
+    const run = this.queue.then(async () => {
+      const old = this.current;
+      if (!old) return;
+      await old.retire();
+      this.current = null;
       this.lastError = null;
-      await previous?.close();
-      return engine;
-    } catch (err) {
-      this.lastError = (err as Error).message;
-      throw err;
-    } finally {
-      this.loading = null;
-    }
+      await old.close();
+      this.log("info", "Model unloaded.");
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Loads the current model's file again, with the same settings (after it was replaced on disk, say). */
+  reload(): Promise<Engine> {
+    const options = this.current?.options;
+    if (!options) return Promise.reject(new AppError("unavailable", NO_MODEL_MESSAGE, { code: "model_not_loaded", retryAfter: 30 }));
+    return this.load(options);
   }
 
   /** The engine, or a 503 saying why there is none. */
   engine(): Engine {
+    if (this.pending !== null) throw loadingError();
     if (this.current) return this.current;
-    if (this.loading) throw new AppError("unavailable", "The model is loading; try again shortly.", { code: "model_loading", retryAfter: 5 });
-    throw new AppError("unavailable", NO_MODEL_MESSAGE, { code: "model_not_loaded", retryAfter: 30 });
+    throw new AppError("unavailable", this.lastError ? `${NO_MODEL_MESSAGE} The last load failed: ${this.lastError}` : NO_MODEL_MESSAGE, {
+      code: "model_not_loaded",
+      retryAfter: 30,
+    });
+  }
+
+  /** The model file in use, and the one being loaded. */
+  files(): { current: string | null; pending: string | null } {
+    return { current: this.current?.options.modelPath || null, pending: this.pending };
   }
 
   status(): EngineStatus {
-    if (this.current) return this.current.status();
-    return {
-      state: this.loading ? "loading" : this.lastError ? "error" : "no_model",
-      model: null,
-      gpu: null,
-      active: 0,
-      queued: 0,
-      error: this.lastError,
-    };
+    const base = this.current?.status();
+    const gpu = base?.gpu ?? this.gpu;
+    if (this.pending !== null)
+      return { state: "loading", model: base?.model ?? null, gpu, active: base?.active ?? 0, queued: base?.queued ?? 0, error: this.lastError };
+    if (base) return { ...base, error: this.lastError };
+    return { state: this.lastError ? "error" : "no_model", model: null, gpu, active: 0, queued: 0, error: this.lastError };
+  }
+
+  /** What the runtime runs on, with free memory as of now; null until a runtime has been loaded. */
+  async gpuNow(): Promise<GpuInfo | null> {
+    const fresh = await currentGpu().catch(() => null);
+    return fresh ?? this.status().gpu;
+  }
+
+  /** Records what GPU detection found before any model is loaded. */
+  setDetectedGpu(gpu: GpuInfo): void {
+    this.gpu = gpu;
   }
 
   async close(): Promise<void> {
+    await this.queue;
     const engine = this.current;
     this.current = null;
     await engine?.close();
+  }
+
+  private async switchTo(options: LlamaEngineOptions): Promise<Engine> {
+    const old = this.current;
+    try {
+      await this.precheck(options.modelPath);
+    } catch (err) {
+      const message = `Cannot load ${options.modelPath}: ${(err as Error).message}`;
+      this.lastError = old ? `${message} Still serving ${old.options.modelPath}.` : message;
+      this.log("error", this.lastError);
+      throw new AppError("invalid_request", this.lastError, { code: "invalid_model_file", cause: err });
+    }
+    this.pending = options.modelPath;
+    try {
+      if (old) {
+        this.log("info", `Switching to ${options.modelPath}: new requests get 503 until it is loaded; running requests finish first.`);
+        await old.retire();
+        this.current = null;
+        await old.close();
+      }
+      let engine: Engine;
+      try {
+        engine = await this.loader(options);
+      } catch (err) {
+        const reason = (err as Error).message;
+        if (!old) {
+          this.lastError = reason;
+          throw err;
+        }
+        this.log("error", `Could not load ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again.`);
+        try {
+          this.current = new TrackedEngine(await this.loader(old.options), old.options);
+          this.lastError = `Could not switch to ${options.modelPath}: ${reason} Still serving ${old.options.modelPath}.`;
+        } catch (restoreErr) {
+          this.lastError = `Could not switch to ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again failed too: ${(restoreErr as Error).message}`;
+        }
+        this.log("error", this.lastError);
+        throw new AppError("unavailable", this.lastError, { code: "model_load_failed", cause: err });
+      }
+      this.current = new TrackedEngine(engine, options);
+      this.lastError = null;
+      return this.current;
+    } finally {
+      this.pending = null;
+    }
   }
 }

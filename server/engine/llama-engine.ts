@@ -1,9 +1,11 @@
 // The engine on node-llama-cpp: one model, one context with N sequences, a scheduler over them, and the
 // generation state machine. This folder is the only importer of node-llama-cpp.
 import { stat } from "node:fs/promises";
+import { availableParallelism, freemem, totalmem } from "node:os";
 import { basename } from "node:path";
 import {
   getLlama,
+  getLlamaGpuTypes,
   JinjaTemplateChatWrapper,
   LlamaLogLevel,
   resolveChatWrapper,
@@ -17,17 +19,32 @@ import { AppError, invalidRequest } from "../core/errors.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import {
+  chooseThreads,
+  defaultMaxSequences,
+  fitMemoryModel,
+  gpuCandidates,
+  memoryBudget,
+  planContext,
+  type ContextPlan,
+  type GpuBackend,
+  type GpuPreference,
+  type Offload,
+} from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
-export type GpuPreference = "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+export type { GpuPreference } from "./resource-plan.js";
 
 export interface LlamaEngineOptions {
   modelPath: string;
-  threads: number;
-  sequences: number;
-  /** Tokens per sequence; undefined lets the library size it to memory (capped by maxContextSize). */
+  /** CPU threads; undefined chooses from the cores and how much of the model is on the GPU. */
+  threads?: number;
+  /** Parallel sequences; undefined fits as many as the free memory holds (up to 2 on a CPU, 4 on a GPU). */
+  sequences?: number;
+  /** Tokens per sequence; undefined sizes it to the free memory (capped by maxContextSize). */
   contextSize?: number;
+  /** Cap for the automatic context size; default 16384. */
   maxContextSize?: number;
   gpu?: GpuPreference;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -37,13 +54,26 @@ export interface LlamaEngineOptions {
 const CONTEXT_MARGIN = 16;
 const GRAMMAR_CACHE_LIMIT = 256;
 
-let llamaPromise: Promise<Llama> | null = null;
-let llamaPreference: GpuPreference | null = null;
+interface Runtime {
+  llama: Llama;
+  /** Backends tried before the one in use, and why each was passed over. */
+  skipped: Array<{ backend: string; reason: string }>;
+}
 
-/** One Llama runtime per process; GPU auto-detection falls back to the CPU binaries. */
-export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?: LlamaEngineOptions["log"]): Promise<Llama> {
-  if (llamaPromise && llamaPreference === preference) return llamaPromise;
-  llamaPreference = preference;
+let runtimePromise: Promise<Runtime> | null = null;
+let runtimePreference: GpuPreference | null = null;
+
+function backendName(gpu: GpuBackend): string {
+  return gpu === false ? "cpu" : gpu;
+}
+
+/**
+ * One Llama runtime per process. Tries the preferred GPU backends in turn (prebuilt binaries only: nothing is
+ * compiled at run time) and falls back to the CPU, remembering why each backend was passed over.
+ */
+async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["log"]): Promise<Runtime> {
+  if (runtimePromise && runtimePreference === preference) return runtimePromise;
+  runtimePreference = preference;
   const logger = (level: LlamaLogLevel, message: string) => {
     const text = message.trim();
     if (!text || !log) return;
@@ -51,23 +81,102 @@ export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?:
     else if (level === LlamaLogLevel.warn) log("debug", `llama.cpp: ${text}`);
   };
   const common = { build: "never" as const, progressLogs: false, logLevel: LlamaLogLevel.warn, logger };
-  llamaPromise = (async () => {
-    if (preference === "cpu") return getLlama({ ...common, gpu: false });
-    try {
-      return await getLlama({ ...common, gpu: preference });
-    } catch (err) {
-      log?.("warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${(err as Error).message}); using the CPU.`);
-      return getLlama({ ...common, gpu: false });
+  runtimePromise = (async () => {
+    const skipped: Runtime["skipped"] = [];
+    let supported: GpuBackend[] = [];
+    if (preference === "auto") {
+      const [valid, found] = await Promise.all([
+        getLlamaGpuTypes("allValid").catch((): GpuBackend[] => []),
+        getLlamaGpuTypes("supported").catch((): GpuBackend[] => [false]),
+      ]);
+      supported = found;
+      for (const gpu of valid)
+        if (gpu !== false && !found.includes(gpu)) skipped.push({ backend: gpu, reason: "no driver or prebuilt binary found" });
     }
+    for (const gpu of gpuCandidates(preference, supported)) {
+      try {
+        const llama = await getLlama({ ...common, gpu });
+        if (gpu === false && preference !== "cpu") {
+          const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
+          log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);
+        }
+        return { llama, skipped };
+      } catch (err) {
+        if (gpu === false) throw err;
+        skipped.push({ backend: backendName(gpu), reason: (err as Error).message || (err as Error).name });
+        log?.("debug", `The ${backendName(gpu)} backend is not usable: ${(err as Error).message}`);
+      }
+    }
+    throw new Error("No llama.cpp backend could be loaded.");
   })();
-  return llamaPromise;
+  runtimePromise.catch(() => {
+    runtimePromise = null;
+    runtimePreference = null;
+  });
+  return runtimePromise;
 }
 
-export async function describeGpu(llama: Llama): Promise<GpuInfo> {
+/** One Llama runtime per process; GPU auto-detection falls back to the CPU binaries. */
+export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?: LlamaEngineOptions["log"]): Promise<Llama> {
+  return (await loadRuntime(preference, log)).llama;
+}
+
+export async function describeGpu(llama: Llama, skipped: Runtime["skipped"] = []): Promise<GpuInfo> {
   const backend = llama.gpu === false ? "cpu" : llama.gpu;
-  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0 };
+  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped };
   const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
-  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free };
+  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped };
+}
+
+/** Loads the runtime (if needed) and says what it runs on; the health probe shows this before any model loads. */
+export async function detectGpu(preference: GpuPreference = "auto", log?: LlamaEngineOptions["log"]): Promise<GpuInfo> {
+  const runtime = await loadRuntime(preference, log);
+  return describeGpu(runtime.llama, runtime.skipped);
+}
+
+/** Fresh free-memory figures for the runtime already loaded; null before one is. */
+export async function currentGpu(): Promise<GpuInfo | null> {
+  if (!runtimePromise) return null;
+  const runtime = await runtimePromise.catch(() => null);
+  return runtime ? describeGpu(runtime.llama, runtime.skipped) : null;
+}
+
+const MiB = 1024 * 1024;
+
+function formatMiB(bytes: number): string {
+  return bytes >= 1024 * MiB ? `${(bytes / 1024 / MiB).toFixed(1)} GiB` : `${Math.round(bytes / MiB)} MiB`;
+}
+
+/** Sizes the context to the memory left once the model is loaded (see resource-plan.ts). */
+async function planForModel(llama: Llama, model: LlamaModel, options: LlamaEngineOptions): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean }> {
+  const onGpu = llama.gpu !== false && model.gpuLayers > 0;
+  const explicit = options.contextSize !== undefined && options.sequences !== undefined;
+  const estimate = async (contextSize: number, sequences: number) => {
+    const r = await model.fileInsights.estimateContextResourceRequirementsV2({ contextSize, modelGpuLayers: model.gpuLayers, sequences });
+    return onGpu ? r.gpuVram : r.cpuRam;
+  };
+  const [c1s1, c2s1, c2s2] = explicit ? [0, 0, 0] : await Promise.all([estimate(1024, 1), estimate(2048, 1), estimate(2048, 2)]);
+  const memory = explicit
+    ? { fixedBytes: 0, bytesPerContextToken: 0, bytesPerSequenceToken: 0 }
+    : fitMemoryModel({ c1: 1024, c2: 2048, c1s1, c2s1, c2s2 });
+  const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
+  const budget = memoryBudget({
+    onGpu,
+    vramFreeBytes: vram.free,
+    vramTotalBytes: vram.total,
+    ramFreeBytes: freemem(),
+    ramTotalBytes: totalmem(),
+    mappedModelBytes: onGpu ? 0 : model.size,
+  });
+  const plan = planContext({
+    budgetBytes: budget,
+    memory,
+    trainContextSize: model.trainContextSize,
+    contextSize: options.contextSize,
+    sequences: options.sequences,
+    limits: { maxContextSize: options.maxContextSize ?? 16384, maxSequences: defaultMaxSequences(onGpu) },
+  });
+  return { plan, budget, onGpu };
 }
 
 /** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
@@ -101,7 +210,8 @@ export class LlamaEngine implements Engine {
         throw new AppError("unavailable", `Model file not found: ${options.modelPath}`, { code: "model_not_found" });
       },
     );
-    const llama = await loadLlamaRuntime(options.gpu ?? "auto", options.log);
+    const runtime = await loadRuntime(options.gpu ?? "auto", options.log);
+    const llama = runtime.llama;
     let model: LlamaModel;
     try {
       model = await llama.loadModel({ modelPath: options.modelPath });
@@ -112,13 +222,26 @@ export class LlamaEngine implements Engine {
       });
     }
     try {
-      const contextSize =
-        options.contextSize ?? { min: 512, max: Math.min(options.maxContextSize ?? 16384, model.trainContextSize || 16384) };
-      const context = await model.createContext({
-        contextSize,
-        sequences: options.sequences,
-        threads: options.threads,
-      });
+      const { plan, budget, onGpu } = await planForModel(llama, model, options);
+      const totalLayers = model.fileInsights.totalLayers;
+      const offload: Offload = model.gpuLayers <= 0 || llama.gpu === false ? "none" : model.gpuLayers >= totalLayers ? "full" : "partial";
+      const threads = options.threads ?? chooseThreads({ cores: availableParallelism(), offload });
+      if (plan.auto.contextSize || plan.auto.sequences)
+        options.log?.(
+          plan.fits ? "info" : "warn",
+          `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens ` +
+            `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
+        );
+      let context: LlamaContext;
+      try {
+        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads });
+      } catch (err) {
+        if (!plan.auto.contextSize) throw err;
+        // The estimate was off: let the library find the largest context that fits, up to the planned one.
+        options.log?.("warn", `A context of ${plan.contextSize} tokens did not fit (${(err as Error).message}); trying smaller.`);
+        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads });
+      }
+      const sequences = plan.sequences;
       const thinking = resolveChatWrapper(model);
       // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
       const fast =
@@ -132,17 +255,20 @@ export class LlamaEngine implements Engine {
         sizeBytes: size,
         trainContextSize: model.trainContextSize,
         contextSize: context.contextSize,
-        sequences: options.sequences,
-        threads: options.threads,
+        sequences,
+        threads,
+        gpuLayers: model.gpuLayers,
+        totalLayers,
       };
-      const gpu = await describeGpu(llama);
+      const gpu = await describeGpu(llama, runtime.skipped);
       options.log?.(
         "info",
-        `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}: ` +
+        `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
+          `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
           `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
-      return new LlamaEngine(llama, model, context, new SequencePool(context, options.sequences), { thinking, fast }, syntax, info, gpu);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;

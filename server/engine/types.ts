@@ -65,6 +65,8 @@ export interface GpuInfo {
   devices: string[];
   vramTotalBytes: number;
   vramFreeBytes: number;
+  /** GPU backends passed over on the way to this one, and why. */
+  skipped?: Array<{ backend: string; reason: string }>;
 }
 
 export interface LoadedModelInfo {
@@ -75,6 +77,9 @@ export interface LoadedModelInfo {
   contextSize: number;
   sequences: number;
   threads: number;
+  /** Layers offloaded to the GPU, of totalLayers. */
+  gpuLayers?: number;
+  totalLayers?: number;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

@@ -1,5 +1,7 @@
 // Builds the Fastify app: request ids, the host check, body parsing and limits, the 404 policy, the
 // keyless endpoints, and one plugin per surface (each with its own error format).
+import { freemem, totalmem } from "node:os";
+import { basename } from "node:path";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
@@ -88,27 +90,36 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     return sendError(request, reply, new AppError("not_found", message, { code: "not_found" }));
   });
 
-  const health = () => {
+  const health = async () => {
     const status = deps.engineHost.status();
+    const files = deps.engineHost.files();
+    // Free memory as of now (the model's own status holds the figures from when it loaded).
+    const gpu = await deps.engineHost.gpuNow();
     return {
       status: "ok",
       version: deps.version,
       model: {
         state: status.state,
         name: status.model?.name ?? null,
+        // Only the file name: the probe needs no key, and the path would show the user's folders.
+        file: files.current ? basename(files.current) : null,
+        loading_file: files.pending ? basename(files.pending) : null,
         context_size: status.model?.contextSize ?? null,
         sequences: status.model?.sequences ?? null,
         threads: status.model?.threads ?? null,
+        gpu_layers: status.model?.gpuLayers ?? null,
         error: status.error,
       },
-      gpu: status.gpu
+      gpu: gpu
         ? {
-            backend: status.gpu.backend,
-            devices: status.gpu.devices,
-            vram_total_bytes: status.gpu.vramTotalBytes,
-            vram_free_bytes: status.gpu.vramFreeBytes,
+            backend: gpu.backend,
+            devices: gpu.devices,
+            vram_total_bytes: gpu.vramTotalBytes,
+            vram_free_bytes: gpu.vramFreeBytes,
+            skipped: gpu.skipped ?? [],
           }
         : null,
+      memory: { ram_total_bytes: totalmem(), ram_free_bytes: freemem() },
       requests: { active: status.active, queued: status.queued },
     };
   };

@@ -2,14 +2,20 @@
 import { AccountRepository } from "./accounts-repository.js";
 import { openDatabase, type Db } from "./database.js";
 import { KeyRepository } from "./keys-repository.js";
+import { ModelFileRepository } from "./model-files-repository.js";
+import { SettingsRepository } from "./settings-repository.js";
 
 export class Store {
   readonly accounts: AccountRepository;
   readonly keys: KeyRepository;
+  readonly settings: SettingsRepository;
+  readonly modelFiles: ModelFileRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
     this.keys = new KeyRepository(db);
+    this.settings = new SettingsRepository(db);
+    this.modelFiles = new ModelFileRepository(db);
   }
 
   static open(dataDir: string): Store {

@@ -25,6 +25,19 @@ export function runSvc(args: string[], env: NodeJS.ProcessEnv = {}): { status: n
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** runSvc without blocking this process's event loop (needed when the test itself serves HTTP to the CLI). */
+export function runSvcAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 export function createKey(dataDir: string, ...extra: string[]): string {
   const result = runSvc(["keys", "create", "--data-dir", dataDir, ...extra]);
   if (result.status !== 0) throw new Error(`keys create failed: ${result.stderr}`);

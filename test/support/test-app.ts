@@ -17,11 +17,12 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function buildTestApp(engine: Engine | null): Promise<TestApp> {
+/** `engine` is wrapped in a host of its own; pass an EngineHost to drive loading and switching yourself. */
+export async function buildTestApp(engine: Engine | EngineHost | null): Promise<TestApp> {
   const dataDir = tempDataDir();
   const store = Store.open(dataDir);
   const keys = new KeysService(store);
-  const host = EngineHost.of(engine);
+  const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
   const app = await buildApp({ pipeline: new InferencePipeline(host), keys, engineHost: host, version: "test" });
   const key = keys.create().key;
   return {

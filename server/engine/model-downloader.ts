@@ -1,0 +1,94 @@
+// Downloads model files through node-llama-cpp's downloader (ipull underneath): hf: URIs and http(s) URLs,
+// split models, parallel ranged connections. An unfinished file is kept as "<name>.ipull" with its progress
+// written after the data, so the next download of the same file into the same folder resumes where it stopped.
+import { createModelDownloader, type ModelDownloader } from "node-llama-cpp";
+
+/** The suffix of an unfinished download (ipull's progress file). */
+export const PARTIAL_DOWNLOAD_SUFFIX = ".ipull";
+
+export interface DownloadProgress {
+  downloadedBytes: number;
+  /** 0 while the server has not said. */
+  totalBytes: number;
+  /** Average over the last seconds; 0 before there is one. */
+  bytesPerSecond: number;
+  /** null while unknown. */
+  etaSeconds: number | null;
+}
+
+export interface DownloadFile {
+  fileName: string;
+  path: string;
+  /** As announced by the server (Content-Length); 0 when it did not say. */
+  totalBytes: number;
+}
+
+export interface ModelDownload {
+  /** The file to load (the first part of a split model). */
+  readonly fileName: string;
+  readonly files: DownloadFile[];
+  readonly totalBytes: number;
+  readonly downloadedBytes: number;
+  /** Resolves when every file is complete; rejects with the signal's reason when aborted. */
+  download(signal?: AbortSignal): Promise<void>;
+  /** Stops, keeping what was downloaded for a later resume. */
+  cancel(): Promise<void>;
+}
+
+class LibraryModelDownload implements ModelDownload {
+  constructor(private readonly downloader: ModelDownloader) {}
+
+  get fileName(): string {
+    return this.downloader.entrypointFilename;
+  }
+
+  get files(): DownloadFile[] {
+    return this.downloader.filesInfo.map((f) => ({ fileName: f.fileName, path: f.filePath, totalBytes: f.totalSize }));
+  }
+
+  get totalBytes(): number {
+    return this.downloader.totalSize;
+  }
+
+  get downloadedBytes(): number {
+    return this.downloader.downloadedSize;
+  }
+
+  async download(signal?: AbortSignal): Promise<void> {
+    await this.downloader.download({ signal });
+  }
+
+  cancel(): Promise<void> {
+    return this.downloader.cancel({ deleteTempFile: false });
+  }
+}
+
+/**
+ * Resolves the source (an hf: URI asks Hugging Face which file it names) and opens the download into
+ * `directory`; nothing is transferred until download() is called. Errors are the library's: network
+ * failures carry their code in `cause`, HTTP failures a `statusCode`.
+ */
+export async function openModelDownload(options: {
+  source: string;
+  directory: string;
+  onProgress?: (progress: DownloadProgress) => void;
+}): Promise<ModelDownload> {
+  const downloader = await createModelDownloader({
+    modelUri: options.source,
+    dirPath: options.directory,
+    // A finished file of the announced size in `directory` is taken as it is (then verified by the caller).
+    skipExisting: true,
+    deleteTempFileOnCancel: false,
+    showCliProgress: false,
+    onProgress: options.onProgress
+      ? (status) =>
+          options.onProgress!({
+            downloadedBytes: status.downloadedSize,
+            totalBytes: status.totalSize,
+            bytesPerSecond: Number.isFinite(status.averageSpeed) ? status.averageSpeed : 0,
+            etaSeconds: Number.isFinite(status.estimatedTimeLeft) && status.averageSpeed > 0 ? status.estimatedTimeLeft / 1000 : null,
+          })
+      : undefined,
+  });
+  return new LibraryModelDownload(downloader);
+}

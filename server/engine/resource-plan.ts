@@ -1,0 +1,188 @@
+// How the engine fits the machine: which GPU backends to try, how many CPU threads to use, and how large a
+// context (and how many parallel sequences) the free memory holds. Pure functions over measured inputs, so
+// the choices can be tested without a GPU; llama-engine.ts feeds them what node-llama-cpp reports.
+
+export type GpuPreference = "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+/** A backend node-llama-cpp can load; false is the CPU. */
+export type GpuBackend = "cuda" | "vulkan" | "metal" | false;
+
+/** Best first: Metal only exists on macOS, and where both exist CUDA is faster than Vulkan on NVIDIA cards. */
+const GPU_ORDER: Array<Exclude<GpuBackend, false>> = ["metal", "cuda", "vulkan"];
+
+/**
+ * The backends to try, in order, ending with the CPU. `supported` is what the library detected on this
+ * machine (its prebuilt binaries and the drivers it found). An explicitly named backend is tried even when
+ * detection missed it; the CPU is always the last resort, so a broken GPU driver never stops the server.
+ */
+export function gpuCandidates(preference: GpuPreference, supported: readonly GpuBackend[]): GpuBackend[] {
+  if (preference === "cpu") return [false];
+  if (preference !== "auto") return [preference, false];
+  return [...GPU_ORDER.filter((gpu) => supported.includes(gpu)), false];
+}
+
+/** Thread counts worth measuring: 1, 2, 4, ... below the logical cores, and the cores themselves. */
+export function threadCandidates(cores: number): number[] {
+  const top = Number.isFinite(cores) ? Math.max(1, Math.floor(cores)) : 1;
+  const out: number[] = [];
+  for (let n = 1; n < top; n *= 2) out.push(n);
+  out.push(top);
+  return out;
+}
+
+export type Offload = "none" | "partial" | "full";
+
+/**
+ * CPU threads for generation. Measured on a 2-core machine: 4 threads (the library's default) made generation
+ * 130 to 400 times slower than 1, because busy-waiting threads fight over the cores; 2 threads were 8 to 13
+ * times slower (docs/configuration.md has the figures). So a core is always left free, and hyper-threads are not counted (half the logical cores). With every
+ * layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
+ */
+export function chooseThreads(input: { cores: number; offload?: Offload }): number {
+  const cores = Number.isFinite(input.cores) ? Math.max(1, Math.floor(input.cores)) : 1;
+  const cpu = cores <= 2 ? 1 : Math.max(1, Math.min(8, Math.floor(cores / 2)));
+  return input.offload === "full" ? Math.min(cpu, 4) : cpu;
+}
+
+/**
+ * Memory a context needs, linear in its shape: fixed buffers, per-token scratch that grows with the context
+ * size, and the KV cache, which grows with context size times sequences.
+ */
+export interface MemoryModel {
+  fixedBytes: number;
+  bytesPerContextToken: number;
+  bytesPerSequenceToken: number;
+}
+
+export function estimateContextBytes(memory: MemoryModel, contextSize: number, sequences: number): number {
+  return memory.fixedBytes + memory.bytesPerContextToken * contextSize + memory.bytesPerSequenceToken * contextSize * sequences;
+}
+
+/**
+ * Fits the memory model to three estimates taken at (c1, 1), (c2, 1) and (c2, 2) sequences, c1 < c2.
+ * Negative terms (rounding in the estimates) are clamped to zero.
+ */
+export function fitMemoryModel(samples: { c1: number; c2: number; c1s1: number; c2s1: number; c2s2: number }): MemoryModel {
+  const { c1, c2, c1s1, c2s1, c2s2 } = samples;
+  if (!(c2 > c1 && c1 > 0)) throw new Error("fitMemoryModel needs 0 < c1 < c2");
+  const bytesPerSequenceToken = Math.max(0, (c2s2 - c2s1) / c2);
+  const slope = (c2s1 - c1s1) / (c2 - c1);
+  const bytesPerContextToken = Math.max(0, slope - bytesPerSequenceToken);
+  const fixedBytes = Math.max(0, c1s1 - (bytesPerContextToken + bytesPerSequenceToken) * c1);
+  return { fixedBytes, bytesPerContextToken, bytesPerSequenceToken };
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/**
+ * Bytes the context may take. On a GPU: free VRAM after the model loaded, less a margin for the driver and
+ * other programs. On the CPU: free RAM less a larger margin (the desktop and browser live there too), and
+ * less the model file itself, whose memory-mapped pages still count as free until they are read.
+ */
+export function memoryBudget(input: {
+  onGpu: boolean;
+  vramFreeBytes: number;
+  vramTotalBytes: number;
+  ramFreeBytes: number;
+  ramTotalBytes: number;
+  /** Model bytes on the CPU that are mapped but may not be resident yet. */
+  mappedModelBytes: number;
+}): number {
+  if (input.onGpu) {
+    const reserve = Math.max(256 * MiB, input.vramTotalBytes * 0.05);
+    return Math.max(0, input.vramFreeBytes - reserve);
+  }
+  const reserve = Math.max(1 * GiB, input.ramTotalBytes * 0.1);
+  return Math.max(0, input.ramFreeBytes - reserve - input.mappedModelBytes);
+}
+
+export interface ContextPlanLimits {
+  /** Largest context per sequence chosen automatically. */
+  maxContextSize: number;
+  /** Smallest context worth running. */
+  minContextSize: number;
+  /** Most sequences chosen automatically. */
+  maxSequences: number;
+  /** Below this context size, two sequences give way to one longer one. */
+  preferTwoSequencesDownTo: number;
+  /** Context sizes are rounded down to a multiple of this. */
+  step: number;
+}
+
+export const DEFAULT_PLAN_LIMITS: ContextPlanLimits = {
+  maxContextSize: 16384,
+  minContextSize: 512,
+  maxSequences: 2,
+  preferTwoSequencesDownTo: 4096,
+  step: 256,
+};
+
+/** On a GPU parallel sequences raise throughput; on a CPU they only share the same cores. */
+export function defaultMaxSequences(onGpu: boolean): number {
+  return onGpu ? 4 : 2;
+}
+
+export interface ContextPlan {
+  contextSize: number;
+  sequences: number;
+  estimatedBytes: number;
+  /** False when even the smallest context does not fit the budget (the load may then fail). */
+  fits: boolean;
+  /** Which inputs were chosen here rather than given. */
+  auto: { contextSize: boolean; sequences: boolean };
+}
+
+/**
+ * Sizes the context to the budget. Given values are kept as they are. Otherwise: the full context (the cap
+ * or the model's training length, whichever is smaller) with as many sequences as fit; failing that, two
+ * sequences with the largest context that fits, down to preferTwoSequencesDownTo; failing that, one sequence
+ * with the largest context that fits.
+ */
+export function planContext(input: {
+  budgetBytes: number;
+  memory: MemoryModel;
+  trainContextSize: number;
+  contextSize?: number;
+  sequences?: number;
+  limits?: Partial<ContextPlanLimits>;
+}): ContextPlan {
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...input.limits };
+  const cost = (c: number, s: number) => estimateContextBytes(input.memory, c, s);
+  const fits = (c: number, s: number) => cost(c, s) <= input.budgetBytes;
+  const auto = { contextSize: input.contextSize === undefined, sequences: input.sequences === undefined };
+  const result = (contextSize: number, sequences: number): ContextPlan => ({
+    contextSize,
+    sequences,
+    estimatedBytes: Math.round(cost(contextSize, sequences)),
+    fits: fits(contextSize, sequences),
+    auto,
+  });
+  const train = input.trainContextSize > 0 ? input.trainContextSize : limits.maxContextSize;
+  const ceiling = Math.max(limits.minContextSize, Math.min(limits.maxContextSize, train));
+  /** Largest context ≤ ceiling (a multiple of step) that fits with s sequences, or null. */
+  const largestContext = (s: number, floor: number): number | null => {
+    const perToken = input.memory.bytesPerContextToken + input.memory.bytesPerSequenceToken * s;
+    const room = input.budgetBytes - input.memory.fixedBytes;
+    if (room <= 0) return null;
+    const raw = perToken > 0 ? Math.floor(room / perToken) : ceiling;
+    const c = Math.min(ceiling, Math.floor(raw / limits.step) * limits.step);
+    return c >= floor ? c : null;
+  };
+
+  if (input.contextSize !== undefined && input.sequences !== undefined) return result(input.contextSize, input.sequences);
+  if (input.contextSize !== undefined) {
+    const c = input.contextSize;
+    for (let s = limits.maxSequences; s > 1; s--) if (fits(c, s)) return result(c, s);
+    return result(c, 1);
+  }
+  if (input.sequences !== undefined) {
+    const s = input.sequences;
+    return result(largestContext(s, limits.minContextSize) ?? limits.minContextSize, s);
+  }
+  for (let s = limits.maxSequences; s >= Math.min(2, limits.maxSequences); s--) if (fits(ceiling, s)) return result(ceiling, s);
+  if (limits.maxSequences >= 2) {
+    const c = largestContext(2, Math.min(limits.preferTwoSequencesDownTo, ceiling));
+    if (c !== null) return result(c, 2);
+  }
+  return result(largestContext(1, limits.minContextSize) ?? limits.minContextSize, 1);
+}

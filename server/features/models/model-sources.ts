@@ -1,0 +1,88 @@
+// Where a model can come from, and the one we recommend. Pure: parsing and validation only.
+import { AppError } from "../../core/errors.js";
+
+/**
+ * The recommended default: Qwen3 4B in Q4_K_M from Qwen's own GGUF repository. A hybrid reasoning model
+ * (its chat template renders thinking on and off, the two modes of the API), trained for tool calling with
+ * <tool_call> blocks, 32k tokens of training context, and about 2.5 GB on disk, so it runs on an ordinary
+ * 8 GB laptop on the CPU and fast on any GPU with 4 GB or more.
+ */
+export const RECOMMENDED_MODEL = {
+  source: "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M",
+  /** The name node-llama-cpp's downloader gives the file. */
+  file: "hf_Qwen_Qwen3-4B.Q4_K_M.gguf",
+  title: "Qwen3 4B (Q4_K_M)",
+  approxBytes: 2_500_000_000,
+  description:
+    "A small reasoning model by Alibaba's Qwen team: thinking on and off in one model, tool calling, " +
+    "32k context. About 2.5 GB; runs on an 8 GB laptop.",
+  license: "Apache-2.0",
+} as const;
+
+export type RecommendedModel = typeof RECOMMENDED_MODEL;
+
+export interface ModelSource {
+  kind: "hf" | "url";
+  /** The string handed to the downloader. */
+  uri: string;
+  /** The URL whose host must be reachable (the Hugging Face endpoint for hf: URIs). */
+  origin: URL;
+}
+
+/** node-llama-cpp's rule: MODEL_ENDPOINT, then HF_ENDPOINT, then huggingface.co. */
+export function huggingFaceEndpoint(env: NodeJS.ProcessEnv = process.env): URL {
+  for (const value of [env.MODEL_ENDPOINT, env.HF_ENDPOINT]) {
+    if (!value) continue;
+    try {
+      const url = new URL(value);
+      if (url.protocol === "http:" || url.protocol === "https:") return url;
+    } catch {
+      // not a URL: the library ignores it too
+    }
+  }
+  return new URL("https://huggingface.co/");
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host) || host.endsWith(".localhost");
+}
+
+const USAGE = "Use hf:user/repo:quant, hf:user/repo/file.gguf or an https:// URL of a .gguf file.";
+
+/** Parses what the user typed; "" and "recommended" mean the recommended model. Throws AppError (400). */
+export function parseModelSource(input: string | undefined, env: NodeJS.ProcessEnv = process.env): ModelSource {
+  const text = (input ?? "").trim();
+  if (text === "" || text === "recommended") return parseModelSource(RECOMMENDED_MODEL.source, env);
+  const invalid = (why: string) => new AppError("invalid_request", `'${text}' is not a model source: ${why} ${USAGE}`, { code: "invalid_model_source" });
+
+  const hf = /^(?:hf|huggingface):(?:\/\/)?(.*)$/i.exec(text);
+  if (hf) {
+    const rest = hf[1]!;
+    const [user, repoAndTag, ...path] = rest.split("/");
+    const repo = repoAndTag?.split(":")[0];
+    if (!user || !repo) throw invalid("a Hugging Face source names a user and a repository.");
+    if (path.length > 0 && !/\.gguf(#.*)?$/i.test(path.join("/"))) throw invalid("a file inside a repository must be a .gguf file.");
+    return { kind: "hf", uri: `hf:${rest}`, origin: huggingFaceEndpoint(env) };
+  }
+
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw invalid("it is neither an hf: URI nor a URL.");
+  }
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname))
+    throw invalid("plain http:// is accepted only from this machine (localhost); use https:// so the file cannot be altered on the way.");
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw invalid(`${url.protocol} URLs are not supported.`);
+  return { kind: "url", uri: url.href, origin: url };
+}
+
+/** A SHA-256 as 64 hex characters, lower-cased; throws AppError for anything else. */
+export function parseSha256(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const hex = value.trim().toLowerCase().replace(/^sha256:/, "");
+  if (!/^[0-9a-f]{64}$/.test(hex))
+    throw new AppError("invalid_request", `--sha256 takes 64 hexadecimal characters (got '${value}').`, { code: "invalid_sha256" });
+  return hex;
+}

@@ -1,0 +1,558 @@
+// The local model as something a user gets, sees and changes: the files in <data-dir>/models, which one is
+// active (a setting in the database), downloads with progress and resume, and switching the running
+// server. The CLI (`svc models ...`) and the desktop app's main process both drive this service; it is not
+// exposed over HTTP, so an API key holder cannot download files onto the machine or swap its model.
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { availableParallelism, freemem, totalmem } from "node:os";
+import { basename, isAbsolute, join, resolve, sep } from "node:path";
+import { AppError } from "../../core/errors.js";
+import type { EngineHost, HostLog } from "../../engine/engine-host.js";
+import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
+import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
+import { openModelDownload, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
+import { chooseThreads } from "../../engine/resource-plan.js";
+import type { GpuInfo } from "../../engine/types.js";
+import type { SettingRow } from "../../store/settings-repository.js";
+import type { Store } from "../../store/store.js";
+import { describeDownloadError } from "./download-errors.js";
+import { parseModelSource, parseSha256, RECOMMENDED_MODEL, type RecommendedModel } from "./model-sources.js";
+import { downloadsDir, filesOfModel, lockDownload, modelsDir, removePartial, scanModelsFolder } from "./models-folder.js";
+import { probeHost } from "./network-probe.js";
+import { SpeedMeter } from "./speed-meter.js";
+
+export const ACTIVE_MODEL_SETTING = "active_model";
+const DEFAULT_STALL_TIMEOUT_MS = 60_000;
+const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
+
+export interface ModelEntry {
+  /** The name in the models folder; an absolute path for an active model kept elsewhere. */
+  file: string;
+  path: string;
+  sizeBytes: number;
+  active: boolean;
+  architecture: string | null;
+  name: string | null;
+  sizeLabel: string | null;
+  quantization: string | null;
+  contextLength: number | null;
+  /** Where `svc models pull` got it, when it did. */
+  source: string | null;
+  /** Set when the file is not a readable GGUF model. */
+  error: string | null;
+}
+
+export interface PartialDownload {
+  file: string;
+  bytesOnDisk: number;
+  source: string | null;
+}
+
+export interface ModelList {
+  directory: string;
+  active: string | null;
+  models: ModelEntry[];
+  partial: PartialDownload[];
+}
+
+export type PullEvent =
+  | { phase: "resolving"; source: string }
+  | { phase: "downloading"; file: string; resumedFromBytes: number; progress: DownloadProgress }
+  | { phase: "verifying"; file: string }
+  | { phase: "done"; file: string };
+
+export interface PullOptions {
+  sha256?: string;
+  onEvent?: (event: PullEvent) => void;
+  signal?: AbortSignal;
+  /** Give up when no new byte arrives for this long (the download resumes on the next pull). Default 60 s. */
+  stallTimeoutMs?: number;
+  /** Make the pulled model active when none is yet. Default true. */
+  activateIfNone?: boolean;
+}
+
+export interface PullResult {
+  file: string;
+  path: string;
+  source: string;
+  sizeBytes: number;
+  summary: GgufSummary;
+  /** The file was already in the models folder; nothing was downloaded. */
+  alreadyPresent: boolean;
+  /** Bytes a previous, interrupted pull had already downloaded. */
+  resumedFromBytes: number;
+  madeActive: boolean;
+}
+
+export interface HardwareReport {
+  gpu: GpuInfo | null;
+  cpuCores: number;
+  defaultThreads: number;
+  ramTotalBytes: number;
+  ramFreeBytes: number;
+}
+
+export interface ModelsServiceOptions {
+  store: Store;
+  dataDir: string;
+  /** The running server's engine; without one (the CLI) the service only manages files and settings. */
+  host?: EngineHost;
+  /** Load settings for models loaded through the service. */
+  engineOptions?: Omit<LlamaEngineOptions, "modelPath">;
+  log?: HostLog;
+  env?: NodeJS.ProcessEnv;
+}
+
+function sameSetting(a: SettingRow | undefined, b: SettingRow | undefined): boolean {
+  return a?.value === b?.value && a?.updated_at === b?.updated_at;
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+export class ModelsService {
+  private readonly store: Store;
+  private readonly dataDir: string;
+  private readonly host: EngineHost | undefined;
+  private readonly engineOptions: Omit<LlamaEngineOptions, "modelPath">;
+  private readonly log: HostLog;
+  private readonly env: NodeJS.ProcessEnv;
+  private timer: NodeJS.Timeout | null = null;
+  /** The setting as last read, and the setting of the model that is serving. */
+  private seen: SettingRow | undefined;
+  private serving: SettingRow | undefined;
+  private applying: Promise<void> | null = null;
+
+  constructor(options: ModelsServiceOptions) {
+    this.store = options.store;
+    this.dataDir = options.dataDir;
+    this.host = options.host;
+    this.engineOptions = options.engineOptions ?? {};
+    this.log = options.log ?? (() => undefined);
+    this.env = options.env ?? process.env;
+  }
+
+  get directory(): string {
+    return modelsDir(this.dataDir);
+  }
+
+  recommended(): RecommendedModel {
+    return RECOMMENDED_MODEL;
+  }
+
+  /** What a first run needs to know: is there any model, and is one active. */
+  async needsModel(): Promise<boolean> {
+    if (this.active()) return false;
+    return (await scanModelsFolder(this.dataDir)).models.length === 0;
+  }
+
+  /** The active model from the setting, resolved to a path; null when none is set. */
+  active(): { file: string; path: string } | null {
+    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    return row ? { file: row.value, path: this.pathOf(row.value) } : null;
+  }
+
+  async list(): Promise<ModelList> {
+    const active = this.active();
+    const sources = new Map(this.store.modelFiles.list().map((r) => [r.file, r]));
+    const folder = await scanModelsFolder(this.dataDir);
+    const entries = [...folder.models];
+    if (active && isAbsolute(active.file) && !entries.some((e) => e.path === active.path)) {
+      const size = await stat(active.path).then((s) => s.size, () => 0);
+      entries.push({ file: active.file, path: active.path, sizeBytes: size });
+    }
+    const models: ModelEntry[] = [];
+    for (const entry of entries) {
+      let summary: GgufSummary | null = null;
+      let error: string | null = null;
+      try {
+        summary = await readGgufSummary(entry.path);
+      } catch (err) {
+        error = err instanceof InvalidModelFileError ? err.message : (err as Error).message;
+      }
+      models.push({
+        file: entry.file,
+        path: entry.path,
+        sizeBytes: entry.sizeBytes,
+        active: active?.path === entry.path,
+        architecture: summary?.architecture ?? null,
+        name: summary?.name ?? null,
+        sizeLabel: summary?.sizeLabel ?? null,
+        quantization: summary?.quantization ?? null,
+        contextLength: summary?.contextLength ?? null,
+        source: sources.get(entry.file)?.source ?? null,
+        error,
+      });
+    }
+    const partial = folder.partial
+      .filter((p) => !folder.models.some((m) => m.file === p.file))
+      .map((p) => ({ file: p.file, bytesOnDisk: p.sizeBytes, source: sources.get(p.file)?.source ?? null }));
+    return { directory: this.directory, active: active?.file ?? null, models, partial };
+  }
+
+  /**
+   * Makes a model the active one: `svc serve` loads it at start, and a running server switches to it (at
+   * once through this call, or within a few seconds when another process sets it). Throws AppError when the
+   * file is missing or not a GGUF model, or (with a running server) when it fails to load.
+   */
+  async use(fileOrPath: string): Promise<ModelEntry> {
+    const { file, path } = this.resolveModel(fileOrPath);
+    const exists = await stat(path).then((s) => s.isFile(), () => false);
+    if (!exists)
+      throw new AppError(
+        "not_found",
+        isAbsolute(file)
+          ? `${file} does not exist.`
+          : `No model named '${fileOrPath}' in ${this.directory}. \`svc models list\` shows what is there; a path to a .gguf file elsewhere works too.`,
+        { code: "model_not_found" },
+      );
+    let summary: GgufSummary;
+    try {
+      summary = await readGgufSummary(path);
+    } catch (err) {
+      throw new AppError("invalid_request", (err as Error).message, { code: "invalid_model_file" });
+    }
+    const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    if (this.host)
+      try {
+        await this.host.load({ ...this.engineOptions, modelPath: path });
+        this.serving = this.seen;
+      } catch (err) {
+        this.restoreSetting(previous, this.seen);
+        throw err;
+      }
+    const size = await stat(path).then((s) => s.size, () => 0);
+    return {
+      file,
+      path,
+      sizeBytes: size,
+      active: true,
+      architecture: summary.architecture,
+      name: summary.name,
+      sizeLabel: summary.sizeLabel,
+      quantization: summary.quantization,
+      contextLength: summary.contextLength,
+      source: this.store.modelFiles.get(file)?.source ?? null,
+      error: null,
+    };
+  }
+
+  /**
+   * Deletes a model from the models folder (all parts of a split model), or a download in progress. The
+   * active model is only removed with `force`, which also clears the setting (a server following it unloads).
+   */
+  async remove(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+    if (fileOrName.includes("/") || fileOrName.includes(sep) || isAbsolute(fileOrName))
+      throw new AppError("invalid_request", `svc models remove takes a file name from \`svc models list\`; it only deletes files in ${this.directory}.`, {
+        code: "invalid_model_name",
+      });
+    const folder = await scanModelsFolder(this.dataDir);
+    const file =
+      [fileOrName, `${fileOrName}.gguf`].find((name) => folder.models.some((m) => m.file === name) || folder.partial.some((p) => p.file === name)) ??
+      null;
+    if (file === null)
+      throw new AppError("not_found", `No model named '${fileOrName}' in ${this.directory}. \`svc models list\` shows what is there.`, {
+        code: "model_not_found",
+      });
+    const active = this.active();
+    const wasActive = active?.file === file;
+    if (wasActive && !options.force)
+      throw new AppError("conflict", `${file} is the active model. Select another with \`svc models use\` first, or remove it with --force.`, {
+        code: "model_active",
+      });
+    const removed: string[] = [];
+    if (folder.models.some((m) => m.file === file))
+      for (const part of filesOfModel(file)) {
+        try {
+          await rm(join(this.directory, part));
+          removed.push(part);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === "ENOENT") continue;
+          throw new AppError("conflict", `Cannot delete ${part} (${code}); a running server may be using it. Stop it first.`, { code: "model_in_use" });
+        }
+      }
+    if (await removePartial(this.dataDir, file)) removed.push(`${file} (partial download)`);
+    this.store.modelFiles.delete(file);
+    if (wasActive) this.store.settings.delete(ACTIVE_MODEL_SETTING);
+    return { file, removed, wasActive };
+  }
+
+  /** Downloads a model into the models folder: see PullOptions. Throws AppError with a readable message. */
+  async pull(sourceText: string | undefined, options: PullOptions = {}): Promise<PullResult> {
+    const source = parseModelSource(sourceText, this.env);
+    const sha256 = parseSha256(options.sha256);
+    const host = source.origin.port ? `${source.origin.hostname}:${source.origin.port}` : source.origin.hostname;
+    const fail = (err: unknown) => describeDownloadError(err, { source: source.uri, host });
+    options.onEvent?.({ phase: "resolving", source: source.uri });
+    if (options.signal?.aborted) throw cancelled();
+    await probeHost(source.origin);
+
+    const staging = downloadsDir(this.dataDir);
+    await mkdir(staging, { recursive: true });
+    let resumedFromBytes = 0;
+    const meter = new SpeedMeter();
+    let download: ModelDownload;
+    try {
+      download = await openModelDownload({
+        source: source.uri,
+        directory: staging,
+        onProgress: (raw) => {
+          const speed = meter.add(raw.downloadedBytes, Date.now());
+          const progress = { ...raw, bytesPerSecond: speed.bytesPerSecond, etaSeconds: speed.etaSeconds(raw.totalBytes) };
+          options.onEvent?.({ phase: "downloading", file: download?.fileName ?? "", resumedFromBytes, progress });
+        },
+      });
+    } catch (err) {
+      throw fail(err);
+    }
+    const file = download.fileName;
+    const parts = download.files;
+    if (sha256 && parts.length > 1) {
+      await download.cancel();
+      throw new AppError("invalid_request", "--sha256 checks a single file; this model is split into several.", { code: "invalid_sha256" });
+    }
+
+    const target = join(this.directory, file);
+    const existing = await stat(target).then((s) => s.size, () => null);
+    if (existing !== null) {
+      await download.cancel();
+      const announced = download.totalBytes;
+      if (parts.length === 1 && announced > 0 && existing !== announced)
+        throw new AppError("conflict", `A different ${file} is already in ${this.directory}; remove it first (svc models remove ${file}).`, {
+          code: "model_exists",
+        });
+      if (sha256 && (await sha256Of(target)) !== sha256)
+        throw new AppError("conflict", `${file} is already in ${this.directory} but its SHA-256 differs; remove it first (svc models remove ${file}).`, {
+          code: "model_exists",
+        });
+      const summary = await readGgufSummary(target).catch((err: unknown) => {
+        throw new AppError("conflict", `${(err as Error).message} Remove it with \`svc models remove ${file}\`.`, { code: "model_exists" });
+      });
+      const madeActive = this.activateIfNone(file, options);
+      return { file, path: target, source: source.uri, sizeBytes: existing, summary, alreadyPresent: true, resumedFromBytes: 0, madeActive };
+    }
+
+    let release: (() => Promise<void>) | null = null;
+    try {
+      release = await lockDownload(this.dataDir, file);
+    } catch (err) {
+      await download.cancel();
+      throw err;
+    }
+    try {
+      const previous = this.store.modelFiles.get(file);
+      if (previous && previous.state === "downloading" && previous.source !== source.uri) {
+        // The resume data belongs to another source's file of the same name: start over.
+        await download.cancel();
+        await removePartial(this.dataDir, file);
+        await release();
+        release = null;
+        return this.pull(sourceText, options);
+      }
+      this.store.modelFiles.upsert({ file, source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
+      resumedFromBytes = download.downloadedBytes;
+      meter.add(resumedFromBytes, Date.now());
+      options.onEvent?.({
+        phase: "downloading",
+        file,
+        resumedFromBytes,
+        progress: { downloadedBytes: resumedFromBytes, totalBytes: download.totalBytes, bytesPerSecond: 0, etaSeconds: null },
+      });
+      await this.runDownload(download, {
+        signal: options.signal,
+        stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+        origin: source.origin,
+        fail,
+      });
+
+      options.onEvent?.({ phase: "verifying", file });
+      let summary: GgufSummary;
+      try {
+        for (const part of parts) {
+          const size = await stat(part.path).then((s) => s.size, () => -1);
+          if (size < 0) throw new InvalidModelFileError(`${part.fileName} is missing after the download.`);
+          if (part.totalBytes > 0 && size !== part.totalBytes)
+            throw new InvalidModelFileError(`${part.fileName} has ${size} bytes, but the server announced ${part.totalBytes}.`);
+        }
+        summary = await verifyGgufFile(join(staging, file));
+        if (sha256) {
+          const actual = await sha256Of(join(staging, file));
+          if (actual !== sha256) throw new InvalidModelFileError(`its SHA-256 is ${actual}, not the expected ${sha256}.`);
+        }
+      } catch (err) {
+        for (const part of parts) await rm(part.path, { force: true });
+        await removePartial(this.dataDir, file);
+        this.store.modelFiles.delete(file);
+        const reason = (err as Error).message.replace(join(staging, file), file);
+        throw new AppError("unprocessable", `The download from ${source.uri} is not a usable model: ${reason} The file was deleted.`, {
+          code: "model_verification_failed",
+        });
+      }
+      for (const part of parts) await rename(part.path, join(this.directory, part.fileName));
+      const sizeBytes = parts.length === 1 ? (await stat(target)).size : parts.reduce((n, p) => n + p.totalBytes, 0);
+      this.store.modelFiles.upsert({ file, source: source.uri, state: "ready", size_bytes: sizeBytes, sha256: sha256 ?? null, updated_at: Date.now() });
+      const madeActive = this.activateIfNone(file, options);
+      options.onEvent?.({ phase: "done", file });
+      return { file, path: target, source: source.uri, sizeBytes, summary, alreadyPresent: false, resumedFromBytes, madeActive };
+    } finally {
+      await release?.();
+    }
+  }
+
+  async hardware(): Promise<HardwareReport> {
+    const gpu = this.host ? await this.host.gpuNow() : await detectGpu(this.engineOptions.gpu ?? "auto").catch(() => null);
+    const cores = availableParallelism();
+    return { gpu, cpuCores: cores, defaultThreads: chooseThreads({ cores }), ramTotalBytes: totalmem(), ramFreeBytes: freemem() };
+  }
+
+  /**
+   * Follows the active-model setting: when another process (`svc models use`) changes it, the running server
+   * switches within `intervalMs`. Only for a server started without an explicit --model.
+   */
+  follow(intervalMs = DEFAULT_FOLLOW_INTERVAL_MS): void {
+    if (!this.host || this.timer) return;
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.serving = this.host.files().current ? this.seen : undefined;
+    this.timer = setInterval(() => {
+      if (this.applying) return;
+      const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+      if (sameSetting(row, this.seen)) return;
+      this.seen = row;
+      this.applying = this.apply(row).finally(() => (this.applying = null));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** Loads the active model again now (SIGHUP): the setting's file, or the current file for an explicit --model. */
+  async reload(): Promise<void> {
+    if (!this.host) return;
+    if (!this.timer) {
+      await this.host.reload().catch((err: unknown) => this.log("error", `Reload failed: ${(err as Error).message}`));
+      return;
+    }
+    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.seen = row;
+    await this.apply(row);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.applying;
+  }
+
+  private async apply(row: SettingRow | undefined): Promise<void> {
+    if (!this.host) return;
+    try {
+      if (!row) {
+        this.log("info", "The active model setting was cleared; unloading the model.");
+        await this.host.unload();
+        return;
+      }
+      this.log("info", `Active model: ${row.value}; loading it.`);
+      await this.host.load({ ...this.engineOptions, modelPath: this.pathOf(row.value) });
+      this.serving = row;
+    } catch (err) {
+      this.log("error", `Could not switch to ${row?.value}: ${(err as Error).message}`);
+      // The setting names what the server runs: put back the model that is still serving.
+      if (row) this.restoreSetting(this.serving, row);
+    }
+  }
+
+  /** Puts `previous` back as the active setting, unless someone changed it again since `tried` was set. */
+  private restoreSetting(previous: SettingRow | undefined, tried: SettingRow | undefined): void {
+    if (!sameSetting(this.store.settings.get(ACTIVE_MODEL_SETTING), tried)) return;
+    if (previous && this.host?.files().current !== this.pathOf(previous.value)) previous = undefined;
+    if (previous) this.store.settings.set(ACTIVE_MODEL_SETTING, previous.value);
+    else this.store.settings.delete(ACTIVE_MODEL_SETTING);
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.serving = this.seen;
+  }
+
+  private activateIfNone(file: string, options: PullOptions): boolean {
+    if (options.activateIfNone === false || this.store.settings.get(ACTIVE_MODEL_SETTING)) return false;
+    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    return true;
+  }
+
+  private pathOf(file: string): string {
+    return isAbsolute(file) ? file : join(this.directory, file);
+  }
+
+  /** A name in the models folder (".gguf" may be left off), or a path to a file anywhere. */
+  private resolveModel(fileOrPath: string): { file: string; path: string } {
+    const text = fileOrPath.trim();
+    if (text === "") throw new AppError("invalid_request", "Name a model file (see `svc models list`).", { code: "invalid_model_name" });
+    if (text.includes("/") || text.includes(sep) || isAbsolute(text)) {
+      const path = resolve(text);
+      // A file inside the models folder is stored by name, so the data dir can move.
+      return resolve(this.directory, basename(path)) === path ? { file: basename(path), path } : { file: path, path };
+    }
+    const name = text.toLowerCase().endsWith(".gguf") ? text : `${text}.gguf`;
+    return { file: name, path: join(this.directory, name) };
+  }
+
+  private async runDownload(
+    download: ModelDownload,
+    context: {
+      signal?: AbortSignal;
+      stallTimeoutMs: number;
+      origin: URL;
+      fail: (err: unknown) => AppError;
+    },
+  ): Promise<void> {
+    const internal = new AbortController();
+    let stalled = false;
+    let best = download.downloadedBytes;
+    let advancedAt = Date.now();
+    const watchdog = setInterval(() => {
+      const now = download.downloadedBytes;
+      if (now > best) {
+        best = now;
+        advancedAt = Date.now();
+      } else if (Date.now() - advancedAt >= context.stallTimeoutMs) {
+        stalled = true;
+        internal.abort(new Error("stalled"));
+      }
+    }, Math.min(1000, Math.max(50, context.stallTimeoutMs / 4)));
+    const onAbort = () => internal.abort(context.signal?.reason);
+    if (context.signal?.aborted) onAbort();
+    else context.signal?.addEventListener("abort", onAbort, { once: true });
+    let failure: { error: unknown } | null = null;
+    try {
+      await download.download(internal.signal);
+    } catch (error) {
+      failure = { error };
+    } finally {
+      clearInterval(watchdog);
+      context.signal?.removeEventListener("abort", onAbort);
+    }
+    // A cancelled download can also return normally (the library stops without an error): check the signal.
+    if (failure || internal.signal.aborted) {
+      await download.cancel().catch(() => undefined);
+      if (context.signal?.aborted) throw cancelled();
+      if (stalled) {
+        // Say why it stalled when the host is plainly gone; otherwise the server just stopped sending.
+        await probeHost(context.origin, 5_000);
+        throw new AppError(
+          "unavailable",
+          `The download stopped: no data arrived for ${Math.round(context.stallTimeoutMs / 1000)} s. ` +
+            "Check the network connection, then run the same command again: it resumes where this one stopped.",
+          { code: "download_stalled" },
+        );
+      }
+      throw context.fail(failure?.error);
+    }
+  }
+}
+
+function cancelled(): AppError {
+  return new AppError("unavailable", "Download stopped. Run the same command again to resume where it stopped.", { code: "download_cancelled" });
+}

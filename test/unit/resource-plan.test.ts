@@ -1,0 +1,196 @@
+// How the engine fits the machine: GPU backends to try, threads, memory budget and context sizing.
+import { describe, expect, it } from "vitest";
+import {
+  chooseThreads,
+  estimateContextBytes,
+  fitMemoryModel,
+  gpuCandidates,
+  memoryBudget,
+  planContext,
+  threadCandidates,
+  type MemoryModel,
+} from "../../server/engine/resource-plan.js";
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+describe("gpuCandidates", () => {
+  it("auto tries the detected GPU backends, best first, then the CPU", () => {
+    expect(gpuCandidates("auto", ["vulkan", "cuda", false])).toEqual(["cuda", "vulkan", false]);
+    expect(gpuCandidates("auto", ["metal", false])).toEqual(["metal", false]);
+  });
+
+  it("auto on a machine without a usable GPU goes straight to the CPU", () => {
+    expect(gpuCandidates("auto", [false])).toEqual([false]);
+    expect(gpuCandidates("auto", [])).toEqual([false]);
+  });
+
+  it("a named backend is tried even when detection missed it, with the CPU as fallback", () => {
+    expect(gpuCandidates("vulkan", [false])).toEqual(["vulkan", false]);
+    expect(gpuCandidates("cuda", ["cuda", "vulkan", false])).toEqual(["cuda", false]);
+  });
+
+  it("cpu never touches a GPU", () => {
+    expect(gpuCandidates("cpu", ["cuda", "vulkan", false])).toEqual([false]);
+  });
+});
+
+describe("chooseThreads", () => {
+  it("uses one thread on one or two cores (more made generation many times slower there)", () => {
+    expect(chooseThreads({ cores: 1 })).toBe(1);
+    expect(chooseThreads({ cores: 2 })).toBe(1);
+  });
+
+  it("uses half the logical cores (no hyper-threads), leaving cores free, at most 8", () => {
+    expect(chooseThreads({ cores: 4 })).toBe(2);
+    expect(chooseThreads({ cores: 6 })).toBe(3);
+    expect(chooseThreads({ cores: 8 })).toBe(4);
+    expect(chooseThreads({ cores: 16 })).toBe(8);
+    expect(chooseThreads({ cores: 64 })).toBe(8);
+  });
+
+  it("caps at 4 when every layer runs on the GPU; partial offload keeps the CPU count", () => {
+    expect(chooseThreads({ cores: 16, offload: "full" })).toBe(4);
+    expect(chooseThreads({ cores: 4, offload: "full" })).toBe(2);
+    expect(chooseThreads({ cores: 16, offload: "partial" })).toBe(8);
+  });
+
+  it("survives nonsense core counts", () => {
+    expect(chooseThreads({ cores: 0 })).toBe(1);
+    expect(chooseThreads({ cores: Number.NaN })).toBe(1);
+  });
+});
+
+describe("threadCandidates", () => {
+  it("measures powers of two below the core count, and the core count", () => {
+    expect(threadCandidates(1)).toEqual([1]);
+    expect(threadCandidates(2)).toEqual([1, 2]);
+    expect(threadCandidates(6)).toEqual([1, 2, 4, 6]);
+    expect(threadCandidates(16)).toEqual([1, 2, 4, 8, 16]);
+  });
+});
+
+describe("fitMemoryModel", () => {
+  it("recovers the KV cache and scratch costs from three estimates and predicts others", () => {
+    // node-llama-cpp's estimates for the tiny test model on the CPU (bytes).
+    const memory = fitMemoryModel({ c1: 2048, c2: 4096, c1s1: 9_975_808, c2s1: 15_218_688, c2s2: 21_510_144 });
+    expect(memory.bytesPerSequenceToken).toBe(1536); // 2 (K and V) x 384 dims x 2 bytes (f16) x 1 layer
+    expect(memory.bytesPerContextToken).toBe(1024);
+    // The library's own estimate for 2 x 16384 tokens was 71,841,792 bytes.
+    expect(estimateContextBytes(memory, 16384, 2)).toBe(71_841_792);
+  });
+
+  it("clamps negative terms from rounding to zero and rejects a bad sample layout", () => {
+    const memory = fitMemoryModel({ c1: 1024, c2: 2048, c1s1: 100, c2s1: 90, c2s2: 80 });
+    expect(memory.bytesPerSequenceToken).toBe(0);
+    expect(memory.bytesPerContextToken).toBe(0);
+    expect(memory.fixedBytes).toBe(100);
+    expect(() => fitMemoryModel({ c1: 2048, c2: 1024, c1s1: 1, c2s1: 1, c2s2: 1 })).toThrow();
+  });
+});
+
+describe("memoryBudget", () => {
+  it("on a GPU: free VRAM less 5% (at least 256 MiB)", () => {
+    const budget = memoryBudget({ onGpu: true, vramFreeBytes: 6 * GiB, vramTotalBytes: 8 * GiB, ramFreeBytes: 0, ramTotalBytes: 0, mappedModelBytes: 0 });
+    expect(budget).toBe(6 * GiB - 0.05 * 8 * GiB);
+    expect(memoryBudget({ onGpu: true, vramFreeBytes: 1 * GiB, vramTotalBytes: 2 * GiB, ramFreeBytes: 0, ramTotalBytes: 0, mappedModelBytes: 0 })).toBe(
+      1 * GiB - 256 * MiB,
+    );
+  });
+
+  it("on the CPU: free RAM less 10% (at least 1 GiB) less the memory-mapped model", () => {
+    const budget = memoryBudget({
+      onGpu: false,
+      vramFreeBytes: 0,
+      vramTotalBytes: 0,
+      ramFreeBytes: 10 * GiB,
+      ramTotalBytes: 16 * GiB,
+      mappedModelBytes: 2.5e9,
+    });
+    expect(budget).toBe(10 * GiB - 1.6 * GiB - 2.5e9);
+  });
+
+  it("is never negative", () => {
+    expect(memoryBudget({ onGpu: false, vramFreeBytes: 0, vramTotalBytes: 0, ramFreeBytes: GiB, ramTotalBytes: 4 * GiB, mappedModelBytes: 3 * GiB })).toBe(0);
+  });
+});
+
+describe("planContext", () => {
+  // Qwen3 4B in f16 KV: 36 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes = 147,456 bytes per token.
+  const qwen4b: MemoryModel = { fixedBytes: 300 * MiB, bytesPerContextToken: 2048, bytesPerSequenceToken: 147_456 };
+  const tiny: MemoryModel = { fixedBytes: 4_732_928, bytesPerContextToken: 1024, bytesPerSequenceToken: 1536 };
+
+  it("with room to spare: the full capped context, as many sequences as allowed", () => {
+    const plan = planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768 });
+    expect(plan).toMatchObject({ contextSize: 16384, sequences: 2, fits: true, auto: { contextSize: true, sequences: true } });
+    expect(planContext({ budgetBytes: 60 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 4 } })).toMatchObject({
+      contextSize: 16384,
+      sequences: 4,
+    });
+  });
+
+  it("an 8 GB laptop: two sequences with the largest context that fits", () => {
+    const plan = planContext({ budgetBytes: 3 * GiB, memory: qwen4b, trainContextSize: 40960 });
+    expect(plan.sequences).toBe(2);
+    expect(plan.contextSize % 256).toBe(0);
+    expect(plan.contextSize).toBeGreaterThanOrEqual(4096);
+    expect(plan.contextSize).toBeLessThan(16384);
+    expect(plan.fits).toBe(true);
+    // The next step up would not fit.
+    expect(estimateContextBytes(qwen4b, plan.contextSize + 256, 2)).toBeGreaterThan(3 * GiB);
+  });
+
+  it("tighter still: one longer sequence rather than two below 4096 tokens", () => {
+    const plan = planContext({ budgetBytes: 1 * GiB, memory: qwen4b, trainContextSize: 40960 });
+    expect(plan.sequences).toBe(1);
+    expect(plan.contextSize).toBeGreaterThan(4096);
+    expect(plan.fits).toBe(true);
+  });
+
+  it("when nothing fits: the smallest context, one sequence, reported as not fitting", () => {
+    const plan = planContext({ budgetBytes: 100 * MiB, memory: qwen4b, trainContextSize: 40960 });
+    expect(plan).toMatchObject({ contextSize: 512, sequences: 1, fits: false });
+  });
+
+  it("with one sequence allowed, shrinks that sequence's context rather than failing", () => {
+    const plan = planContext({ budgetBytes: 1 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 1 } });
+    expect(plan.sequences).toBe(1);
+    expect(plan.contextSize).toBeLessThan(16384);
+    expect(plan.fits).toBe(true);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 1 } })).toMatchObject({
+      contextSize: 16384,
+      sequences: 1,
+    });
+  });
+
+  it("never exceeds the model's training context or the cap", () => {
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 4096 }).contextSize).toBe(4096);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { maxContextSize: 8192 } }).contextSize).toBe(8192);
+    // A model that does not say how long it was trained: the cap.
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 0 }).contextSize).toBe(16384);
+  });
+
+  it("keeps a given context size and picks the sequences that fit around it", () => {
+    expect(planContext({ budgetBytes: 3 * GiB, memory: qwen4b, trainContextSize: 40960, contextSize: 8192 })).toMatchObject({
+      contextSize: 8192,
+      sequences: 2,
+      auto: { contextSize: false, sequences: true },
+    });
+    expect(planContext({ budgetBytes: 1.5 * GiB, memory: qwen4b, trainContextSize: 40960, contextSize: 8192 }).sequences).toBe(1);
+  });
+
+  it("keeps given sequences and sizes the context around them", () => {
+    const plan = planContext({ budgetBytes: 3 * GiB, memory: qwen4b, trainContextSize: 40960, sequences: 4 });
+    expect(plan.sequences).toBe(4);
+    expect(estimateContextBytes(qwen4b, plan.contextSize, 4)).toBeLessThanOrEqual(3 * GiB);
+    expect(plan.auto).toEqual({ contextSize: true, sequences: false });
+  });
+
+  it("takes both values as given, saying when they do not fit", () => {
+    expect(planContext({ budgetBytes: 1 * GiB, memory: qwen4b, trainContextSize: 40960, contextSize: 32768, sequences: 4 })).toMatchObject({
+      contextSize: 32768,
+      sequences: 4,
+      fits: false,
+    });
+  });
+});
