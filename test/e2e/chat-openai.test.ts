@@ -87,6 +87,28 @@ describe("plain completions", () => {
     expect(others.size).toBeGreaterThan(1);
   });
 
+  it("frequency and presence penalties change what is sampled", async () => {
+    // Same seed and temperature; only the penalties differ. The sampled words repeat less under penalty.
+    const sample = async (seed: number, penalty: number) =>
+      (
+        await client.chat.completions.create({
+          model: "svc",
+          messages: user("Tell me"),
+          temperature: 1,
+          seed,
+          reasoning_effort: "none",
+          max_tokens: 40,
+          frequency_penalty: penalty,
+          presence_penalty: penalty,
+        })
+      ).choices[0]!.message.content;
+    let differing = 0;
+    for (const seed of [11, 12, 13, 14, 15]) if ((await sample(seed, 0)) !== (await sample(seed, 2))) differing++;
+    expect(differing).toBeGreaterThan(0);
+    // And without penalties the same seed reproduces exactly, so the difference comes from the penalties.
+    expect(await sample(11, 0)).toBe(await sample(11, 0));
+  });
+
   it("accepts the full sampling parameter set", async () => {
     const res = await client.chat.completions.create({
       model: "svc",
