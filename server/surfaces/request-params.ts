@@ -1,5 +1,6 @@
 // Request helpers shared by the OpenAI-style surfaces (Chat Completions and Responses).
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import type { FileSource } from "../core/inference.js";
 
 /** OpenAI clients send null for "not set"; accept it wherever a parameter is optional. */
 export function nullable<T extends TSchema>(schema: T) {
@@ -12,4 +13,10 @@ export function nullable<T extends TSchema>(schema: T) {
 export function toSeed(seed: number): number {
   const big = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
   return Number((big ^ (big >> 32n)) & 0xffffffffn);
+}
+
+/** A `data:<media type>;base64,<data>` URL as a file source; null for anything else. */
+export function sourceOfDataUrl(url: string): Extract<FileSource, { kind: "base64" }> | null {
+  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  return match ? { kind: "base64", mediaType: match[1]!, data: match[2]! } : null;
 }

@@ -12,7 +12,7 @@ import type {
 } from "../../core/inference.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
-import { toSeed } from "../request-params.js";
+import { sourceOfDataUrl, toSeed } from "../request-params.js";
 import type { ChatRequestBody } from "./schema.js";
 
 export interface DecodedChatRequest {
@@ -100,11 +100,11 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
         if (!isObj(file)) throw invalidRequest("A file part needs a 'file' object.", `${at}.file`);
         if (typeof file.file_id === "string") return { type: "file", source: { kind: "file_id", fileId: file.file_id } };
         if (typeof file.file_data === "string") {
-          const match = /^data:([^;,]+);base64,(.*)$/s.exec(file.file_data);
-          if (!match) throw invalidRequest("file_data must be a data URL: data:<media_type>;base64,<data>.", `${at}.file.file_data`);
+          const source = sourceOfDataUrl(file.file_data);
+          if (!source) throw invalidRequest("file_data must be a data URL: data:<media_type>;base64,<data>.", `${at}.file.file_data`);
           return {
             type: "file",
-            source: { kind: "base64", mediaType: match[1]!, data: match[2]! },
+            source,
             filename: typeof file.filename === "string" ? file.filename : undefined,
           };
         }
@@ -114,8 +114,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
         const image = part.image_url;
         const url = isObj(image) ? image.url : undefined;
         if (typeof url !== "string") throw invalidRequest("An image_url part needs image_url.url.", `${at}.image_url.url`);
-        const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-        return { type: "image", source: match ? { kind: "base64", mediaType: match[1]!, data: match[2]! } : { kind: "url", url } };
+        return { type: "image", source: sourceOfDataUrl(url) ?? { kind: "url", url } };
       }
       case "input_audio":
         throw invalidRequest("Audio input parts are not supported; upload audio through the Files API.", `${at}.type`, "unsupported_content");

@@ -18,7 +18,7 @@ import type {
 import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
-import { toSeed } from "../request-params.js";
+import { sourceOfDataUrl, toSeed } from "../request-params.js";
 import type { ResponsesRequestBody } from "./schema.js";
 
 /** A function tool as the response object lists it. */
@@ -299,8 +299,7 @@ function decodeInputContent(content: unknown, where: string): ContentPart[] {
         return { type: "text", text: part.text };
       case "input_image": {
         if (typeof part.image_url === "string") {
-          const match = /^data:([^;,]+);base64,(.*)$/s.exec(part.image_url);
-          const source: FileSource = match ? { kind: "base64", mediaType: match[1]!, data: match[2]! } : { kind: "url", url: part.image_url };
+          const source: FileSource = sourceOfDataUrl(part.image_url) ?? { kind: "url", url: part.image_url };
           return { type: "image", source, param: at };
         }
         if (typeof part.file_id === "string") return { type: "image", source: { kind: "file_id", fileId: part.file_id }, param: at };
@@ -326,8 +325,8 @@ const MEDIA_TYPE_OF_EXTENSION: Record<string, string> = {
 function decodeInputFile(part: Obj, at: string): ContentPart {
   const filename = typeof part.filename === "string" && part.filename !== "" ? part.filename : undefined;
   if (typeof part.file_data === "string") {
-    const match = /^data:([^;,]+);base64,(.*)$/s.exec(part.file_data);
-    if (match) return { type: "file", source: { kind: "base64", mediaType: match[1]!, data: match[2]! }, filename, param: at };
+    const source = sourceOfDataUrl(part.file_data);
+    if (source) return { type: "file", source, filename, param: at };
     // Plain base64: the filename's extension tells the type (ingest reads text and code files by extension).
     if (!filename)
       throw invalidRequest("input_file with plain base64 file_data needs a filename; or send a data URL (data:<media_type>;base64,<data>).", `${at}.filename`);
