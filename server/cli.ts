@@ -11,6 +11,7 @@ const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions
 Usage:
   svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
+            [--cors-origins ORIGIN,...]
   svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -43,6 +44,7 @@ async function serve(argv: string[]): Promise<void> {
       "context-size": { type: "string" },
       gpu: { type: "string" },
       "log-level": { type: "string" },
+      "cors-origins": { type: "string" },
     },
     strict: true,
   });

@@ -17,6 +17,8 @@ export interface ServeConfig {
   contextSize?: number;
   gpu: GpuPreference;
   logLevel: "silent" | "error" | "warn" | "info" | "debug";
+  /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
+  corsOrigins?: string[];
 }
 
 export const APP_NAME = "svc-desktop";
@@ -39,7 +41,7 @@ export function defaultThreads(cores = availableParallelism()): number {
   return chooseThreads({ cores });
 }
 
-export type Flags = Partial<Record<"host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level", string>>;
+export type Flags = Partial<Record<"host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins", string>>;
 
 export class ConfigError extends Error {}
 
@@ -66,5 +68,9 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     contextSize: intOption("context-size", pick("context-size", "SVC_CONTEXT_SIZE"), 256, 1_048_576),
     gpu,
     logLevel,
+    corsOrigins: (pick("cors-origins", "SVC_CORS_ORIGINS") ?? "")
+      .split(",")
+      .map((o) => o.trim().replace(/\/+$/, ""))
+      .filter((o) => o !== ""),
   };
 }

@@ -7,7 +7,8 @@ import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { KeysService } from "./features/keys/keys-service.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
-import { ModelsService } from "./features/models/models-service.js";
+import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
+import type { GpuPreference } from "./engine/resource-plan.js";
 import { buildApp } from "./http/app.js";
 import { InferencePipeline } from "./pipeline/pipeline.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
@@ -67,7 +68,9 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
   const engineHost = new EngineHost({ log });
-  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu: config.gpu, log };
+  const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
+  const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, log };
   const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
   try {
     if (config.modelPath) await engineHost.load({ ...engineOptions, modelPath: config.modelPath });
@@ -88,7 +91,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       }
       if (!engineHost.files().current)
         // Report the GPU before any model loads (for /health and the desktop app's model picker).
-        void detectGpu(config.gpu, log).then(
+        void detectGpu(gpu, log).then(
           (gpu) => {
             engineHost.setDetectedGpu(gpu);
             if (gpu.backend !== "cpu")
@@ -109,6 +112,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     { pipeline, keys, engineHost, version: packageVersion() },
     {
       allowedHosts: isLoopback(config.host) ? "loopback" : "any",
+      corsOrigins: config.corsOrigins ?? [],
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },
   );

@@ -2,6 +2,7 @@
 // keyless endpoints, and one plugin per surface (each with its own error format).
 import { freemem, totalmem } from "node:os";
 import { basename } from "node:path";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
@@ -20,6 +21,8 @@ export interface AppOptions {
   /** "loopback": only Host headers naming this machine are served (DNS-rebinding guard); "any": LAN exposure. */
   allowedHosts?: "loopback" | "any";
   logger?: boolean | Record<string, unknown>;
+  /** Browser origins allowed besides the default ones (see corsOriginAllowed); "*" allows every origin. */
+  corsOrigins?: readonly string[];
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
@@ -30,6 +33,24 @@ function hostAllowed(hostHeader: string | undefined): boolean {
   if (host.startsWith("[")) host = host.slice(0, host.indexOf("]") + 1);
   else host = host.replace(/:\d+$/, "");
   return LOOPBACK_HOSTS.has(host) || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * Which web pages may call the API from a browser. By default: pages served from this machine (localhost,
+ * 127.x, [::1], *.localhost, any port) and the desktop app's own window (app://). A page elsewhere still
+ * needs a key, but without CORS it cannot even try; SVC_CORS_ORIGINS adds origins, "*" allows all.
+ */
+export function corsOriginAllowed(origin: string, extra: readonly string[] = []): boolean {
+  if (extra.includes("*") || extra.includes(origin)) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (url.protocol === "app:") return true;
+  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
+  return hostAllowed(url.host);
 }
 
 /** Which error format a path speaks: the Messages surface's, or OpenAI's (everything else). */
@@ -52,6 +73,14 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   });
 
   app.decorateRequest("principal", null);
+
+  await app.register(cors, {
+    origin: (origin, callback) => callback(null, origin === undefined || corsOriginAllowed(origin, options.corsOrigins)),
+    methods: ["GET", "POST", "DELETE", "OPTIONS"],
+    exposedHeaders: ["x-request-id", "request-id", "retry-after"],
+    maxAge: 600,
+    strictPreflight: false,
+  });
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);

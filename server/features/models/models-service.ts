@@ -12,7 +12,7 @@ import type { EngineHost, HostLog } from "../../engine/engine-host.js";
 import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
 import { openModelDownload, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
-import { chooseThreads } from "../../engine/resource-plan.js";
+import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
 import type { SettingRow } from "../../store/settings-repository.js";
 import type { Store } from "../../store/store.js";
@@ -23,6 +23,9 @@ import { probeHost } from "./network-probe.js";
 import { SpeedMeter } from "./speed-meter.js";
 
 export const ACTIVE_MODEL_SETTING = "active_model";
+/** The desktop app's GPU choice; `--gpu`/SVC_GPU other than auto wins over it. */
+export const GPU_PREFERENCE_SETTING = "gpu_preference";
+export const GPU_PREFERENCES: readonly GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
 const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
 
@@ -118,7 +121,7 @@ export class ModelsService {
   private readonly store: Store;
   private readonly dataDir: string;
   private readonly host: EngineHost | undefined;
-  private readonly engineOptions: Omit<LlamaEngineOptions, "modelPath">;
+  private engineOptions: Omit<LlamaEngineOptions, "modelPath">;
   private readonly log: HostLog;
   private readonly env: NodeJS.ProcessEnv;
   private timer: NodeJS.Timeout | null = null;
@@ -403,6 +406,30 @@ export class ModelsService {
       return { file, path: target, source: source.uri, sizeBytes, summary, alreadyPresent: false, resumedFromBytes, madeActive };
     } finally {
       await release?.();
+    }
+  }
+
+  /** The GPU preference for loads from now on (auto when the server was started without one). */
+  gpuPreference(): GpuPreference {
+    return this.engineOptions.gpu ?? "auto";
+  }
+
+  /**
+   * Changes the GPU preference, remembers it for the next start (GPU_PREFERENCE_SETTING) and loads the
+   * serving model again with it, so the change shows at once. Throws AppError when that load fails.
+   */
+  async setGpuPreference(gpu: GpuPreference): Promise<void> {
+    if (!GPU_PREFERENCES.includes(gpu))
+      throw new AppError("invalid_request", `GPU preference must be one of ${GPU_PREFERENCES.join(", ")}.`, { code: "invalid_gpu_preference" });
+    this.engineOptions = { ...this.engineOptions, gpu };
+    this.store.settings.set(GPU_PREFERENCE_SETTING, gpu);
+    const current = this.host?.files().current;
+    if (!this.host || !current) return;
+    this.log("info", `GPU preference: ${gpu}; loading the model again.`);
+    try {
+      await this.host.load({ ...this.engineOptions, modelPath: current });
+    } catch (err) {
+      throw new AppError("unprocessable", `The model did not load with GPU preference ${gpu}: ${(err as Error).message}`, { code: "model_load_failed" });
     }
   }
 

@@ -1,0 +1,172 @@
+// The desktop console's contract: what the window may ask the main process for (keys, accounts, models,
+// settings: the things no API key may do). The preload exposes one function, `window.svc.call`; the main
+// process and the UI test harness both answer it with dispatchConsoleCall over the same ConsoleService.
+// This file imports nothing, so the renderer can import its types without pulling in the server.
+
+export type GpuPreference = "auto" | "cuda" | "vulkan" | "metal" | "cpu";
+
+export interface ServerInfo {
+  version: string;
+  /** Where the window and local clients reach the server, e.g. http://127.0.0.1:8787. */
+  baseUrl: string;
+  /** Base URL for the OpenAI clients (Chat Completions, Responses). */
+  openaiBaseUrl: string;
+  /** Base URL for the Anthropic clients (Messages). */
+  anthropicBaseUrl: string;
+  host: string;
+  port: number;
+  /** Set when the configured port was taken and the server took another one. */
+  portNote: string | null;
+  dataDir: string;
+  /** The LAN-exposure setting (off by default); it applies when the server starts. */
+  lanExposure: boolean;
+  /** Whether the running server listens beyond this machine. */
+  lanExposed: boolean;
+}
+
+export interface GpuView {
+  backend: "cuda" | "vulkan" | "metal" | "cpu";
+  devices: string[];
+  vramTotalBytes: number;
+  vramFreeBytes: number;
+}
+
+export interface StatusView {
+  model: {
+    state: string;
+    name: string | null;
+    file: string | null;
+    loadingFile: string | null;
+    contextSize: number | null;
+    threads: number | null;
+    gpuLayers: number | null;
+    error: string | null;
+  };
+  gpu: GpuView | null;
+  gpuPreference: GpuPreference;
+  cpuCores: number;
+  ramTotalBytes: number;
+  ramFreeBytes: number;
+  requests: { active: number; queued: number };
+}
+
+export interface KeyView {
+  id: string;
+  account: string;
+  name: string | null;
+  hint: string;
+  reasoningTrace: boolean;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface CreatedKeyView extends KeyView {
+  /** The key itself: shown once, never again. */
+  key: string;
+}
+
+export interface AccountView {
+  id: string;
+  name: string;
+  status: string;
+  createdAt: number;
+  activeKeys: number;
+}
+
+export interface ModelFileView {
+  file: string;
+  sizeBytes: number;
+  active: boolean;
+  name: string | null;
+  architecture: string | null;
+  quantization: string | null;
+  contextLength: number | null;
+  source: string | null;
+  error: string | null;
+}
+
+export interface ModelsView {
+  directory: string;
+  active: string | null;
+  models: ModelFileView[];
+  partial: Array<{ file: string; bytesOnDisk: number }>;
+  recommended: { source: string; title: string };
+}
+
+export type DownloadPhase = "resolving" | "downloading" | "verifying" | "done" | "failed" | "cancelled";
+
+export interface DownloadView {
+  id: string;
+  source: string;
+  phase: DownloadPhase;
+  file: string | null;
+  downloadedBytes: number;
+  totalBytes: number;
+  bytesPerSecond: number;
+  etaSeconds: number | null;
+  error: string | null;
+  startedAt: number;
+}
+
+export interface LogLine {
+  seq: number;
+  at: number;
+  level: "debug" | "info" | "warn" | "error";
+  message: string;
+}
+
+export interface ConsoleApi {
+  serverInfo(): Promise<ServerInfo>;
+  status(): Promise<StatusView>;
+  /** A key for the window's own chat, made for this app session (the previous session's is revoked). */
+  windowKey(): Promise<string>;
+  listKeys(): Promise<KeyView[]>;
+  createKey(input: { name?: string; account?: string; reasoningTrace?: boolean }): Promise<CreatedKeyView>;
+  revokeKey(id: string): Promise<KeyView>;
+  setKeyTrace(id: string, enabled: boolean): Promise<KeyView>;
+  listAccounts(): Promise<AccountView[]>;
+  listModels(): Promise<ModelsView>;
+  useModel(file: string): Promise<ModelsView>;
+  removeModel(file: string): Promise<ModelsView>;
+  startDownload(input: { source: string; sha256?: string }): Promise<DownloadView>;
+  downloads(): Promise<DownloadView[]>;
+  cancelDownload(id: string): Promise<DownloadView>;
+  setGpuPreference(gpu: GpuPreference): Promise<StatusView>;
+  logs(afterSeq?: number): Promise<LogLine[]>;
+  setLanExposure(enabled: boolean): Promise<ServerInfo>;
+}
+
+export type ConsoleMethod = keyof ConsoleApi;
+
+/** The one list of callable methods; main refuses any other name. */
+export const CONSOLE_METHODS = {
+  serverInfo: true,
+  status: true,
+  windowKey: true,
+  listKeys: true,
+  createKey: true,
+  revokeKey: true,
+  setKeyTrace: true,
+  listAccounts: true,
+  listModels: true,
+  useModel: true,
+  removeModel: true,
+  startDownload: true,
+  downloads: true,
+  cancelDownload: true,
+  setGpuPreference: true,
+  logs: true,
+  setLanExposure: true,
+} as const satisfies Record<ConsoleMethod, true>;
+
+/** What crosses the bridge: errors travel as data, so the window sees the message, not Electron's wrapper. */
+export type ConsoleResult<T = unknown> = { ok: true; value: T } | { ok: false; error: { message: string; code: string | null } };
+
+/** What the preload puts on window.svc. */
+export interface ConsoleBridge {
+  call(method: string, args: unknown[]): Promise<ConsoleResult>;
+}
+
+/** The IPC channel the preload and the main process share. */
+export const CONSOLE_CHANNEL = "svc:console";

@@ -1,0 +1,24 @@
+// The server's recent log lines, kept for the desktop window's log view, while still passing each line on.
+import type { Log } from "../../index.js";
+import type { LogLine } from "./contract.js";
+
+export class LogBuffer {
+  private readonly lines: LogLine[] = [];
+  private seq = 0;
+
+  constructor(
+    private readonly next: Log = () => undefined,
+    private readonly capacity = 1000,
+  ) {}
+
+  readonly log: Log = (level, message) => {
+    this.lines.push({ seq: ++this.seq, at: Date.now(), level, message });
+    if (this.lines.length > this.capacity) this.lines.splice(0, this.lines.length - this.capacity);
+    this.next(level, message);
+  };
+
+  /** The lines after `afterSeq` (all kept lines without it), oldest first. */
+  since(afterSeq = 0): LogLine[] {
+    return this.lines.filter((line) => line.seq > afterSeq);
+  }
+}

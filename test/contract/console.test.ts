@@ -1,0 +1,172 @@
+// The desktop console's service, as the window's IPC calls reach it (dispatchConsoleCall), over a real server
+// without a model; and the CORS policy the window's requests depend on.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
+import { ConsoleService, dispatchConsoleCall, WINDOW_KEY_NAME } from "../../server/features/console/console-service.js";
+import type { ConsoleResult, CreatedKeyView, DownloadView, KeyView, ModelsView, ServerInfo, StatusView } from "../../server/features/console/contract.js";
+import { LogBuffer } from "../../server/features/console/log-buffer.js";
+import { startServer, type RunningServer } from "../../server/index.js";
+import { startModelServer, type ModelServer } from "../support/model-server.js";
+
+let dataDir: string;
+let server: RunningServer;
+let service: ConsoleService;
+let files: ModelServer;
+const logs = new LogBuffer();
+
+async function call<T>(method: string, ...args: unknown[]): Promise<T> {
+  const result = await dispatchConsoleCall(service, method, args);
+  if (!result.ok) throw new Error(`${method}: ${result.error.message}`);
+  return result.value as T;
+}
+
+async function chat(key: string): Promise<number> {
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "svc", messages: [{ role: "user", content: "hi" }] }),
+  });
+  return res.status;
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "svc-console-"));
+  server = await startServer(
+    { host: "127.0.0.1", port: 0, dataDir, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", logLevel: "silent" },
+    logs.log,
+  );
+  service = new ConsoleService({ server, host: "127.0.0.1", dataDir, version: "test", logs, portNote: null });
+  files = await startModelServer();
+});
+
+afterAll(async () => {
+  await files?.close();
+  await server?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("console calls", () => {
+  it("refuses a method outside the contract, as data", async () => {
+    const result: ConsoleResult = await dispatchConsoleCall(service, "constructor", []);
+    expect(result).toEqual({ ok: false, error: { message: "Unknown console method 'constructor'.", code: "unknown_method" } });
+    expect((await dispatchConsoleCall(service, "revokeKey", ["key_nope"])).ok).toBe(false);
+  });
+
+  it("creates a key shown once, which works until it is revoked", async () => {
+    const created = await call<CreatedKeyView>("createKey", { name: "ide", account: "team", reasoningTrace: true });
+    expect(created.key).toMatch(/^sk-svc-[0-9a-f]{32}$/);
+    expect(created).toMatchObject({ name: "ide", account: "team", reasoningTrace: true, revokedAt: null });
+    expect(created.hint).toBe(`sk-svc-…${created.key.slice(-4)}`);
+    const listed = (await call<KeyView[]>("listKeys")).find((k) => k.id === created.id)!;
+    expect(listed).not.toHaveProperty("key");
+    expect(JSON.stringify(await call("listKeys"))).not.toContain(created.key);
+    // No model is loaded: a valid key gets past authentication to the 503.
+    expect(await chat(created.key)).toBe(503);
+    const off = await call<KeyView>("setKeyTrace", created.id, false);
+    expect(off.reasoningTrace).toBe(false);
+    const revoked = await call<KeyView>("revokeKey", created.id);
+    expect(revoked.revokedAt).toEqual(expect.any(Number));
+    expect(await chat(created.key)).toBe(401);
+    const accounts = await call<Array<{ name: string; activeKeys: number }>>("listAccounts");
+    expect(accounts.map((a) => a.name)).toEqual(expect.arrayContaining(["local", "team"]));
+    expect(accounts.find((a) => a.name === "team")!.activeKeys).toBe(0);
+  });
+
+  it("refuses a bad account name", async () => {
+    const result = await dispatchConsoleCall(service, "createKey", [{ account: "has space" }]);
+    expect(result).toMatchObject({ ok: false, error: { code: "invalid_account" } });
+  });
+
+  it("gives the window one key per session and retires the previous session's", async () => {
+    const first = await call<string>("windowKey");
+    expect(await call<string>("windowKey")).toBe(first);
+    const nextSession = new ConsoleService({ server, host: "127.0.0.1", dataDir, version: "test", logs });
+    const second = await nextSession.windowKey();
+    expect(second).not.toBe(first);
+    expect(await chat(first)).toBe(401);
+    expect(await chat(second)).toBe(503);
+    const windowKeys = (await call<KeyView[]>("listKeys")).filter((k) => k.name === WINDOW_KEY_NAME && k.revokedAt === null);
+    expect(windowKeys).toHaveLength(1);
+  });
+
+  it("reports the server's URLs and keeps the LAN-exposure setting for the next start", async () => {
+    const info = await call<ServerInfo>("serverInfo");
+    expect(info).toMatchObject({ baseUrl: server.url, openaiBaseUrl: `${server.url}/v1`, anthropicBaseUrl: server.url, lanExposure: false, lanExposed: false });
+    const on = await call<ServerInfo>("setLanExposure", true);
+    expect(on).toMatchObject({ lanExposure: true, lanExposed: false });
+    expect(server.store.settings.get("lan_exposure")?.value).toBe("on");
+    await call("setLanExposure", false);
+  });
+
+  it("reports status and remembers the GPU choice", async () => {
+    const status = await call<StatusView>("status");
+    expect(status.model.state).toBe("no_model");
+    expect(status.cpuCores).toBeGreaterThan(0);
+    expect((await dispatchConsoleCall(service, "setGpuPreference", ["quantum"])).ok).toBe(false);
+    const cpu = await call<StatusView>("setGpuPreference", "cpu");
+    expect(cpu.gpuPreference).toBe("cpu");
+    expect(server.store.settings.get("gpu_preference")?.value).toBe("cpu");
+  });
+
+  it("downloads a model with progress and lists it", async () => {
+    const model = buildTinyModel({ seed: 7 });
+    files.files.set("/models/console.gguf", model);
+    files.bytesPerSecond = model.length * 2; // about half a second
+    const started = await call<DownloadView>("startDownload", { source: `${files.url}/models/console.gguf` });
+    expect(started.phase).toBe("resolving");
+    const seen: DownloadView[] = [];
+    const until = Date.now() + 30_000;
+    let view = started;
+    while (!["done", "failed", "cancelled"].includes(view.phase)) {
+      if (Date.now() > until) throw new Error(`download did not end: ${JSON.stringify(view)}`);
+      await new Promise((r) => setTimeout(r, 50));
+      view = (await call<DownloadView[]>("downloads")).find((d) => d.id === started.id)!;
+      seen.push(view);
+    }
+    expect(view).toMatchObject({ phase: "done", file: "console.gguf", downloadedBytes: model.length });
+    expect(seen.some((v) => v.phase === "downloading" && v.downloadedBytes > 0 && v.downloadedBytes < model.length)).toBe(true);
+    const models = await call<ModelsView>("listModels");
+    expect(models.models.map((m) => m.file)).toContain("console.gguf");
+    expect(models.active).toBe("console.gguf");
+    expect(logs.since().some((l) => l.message.includes("Downloaded console.gguf"))).toBe(true);
+  });
+
+  it("keeps recent log lines for the window", async () => {
+    logs.log("warn", "a line for the window");
+    const lines = await call<Array<{ seq: number; message: string }>>("logs");
+    const last = lines.at(-1)!;
+    expect(last.message).toBe("a line for the window");
+    expect(await call("logs", last.seq)).toEqual([]);
+  });
+});
+
+describe("CORS", () => {
+  async function preflight(origin: string) {
+    return fetch(`${server.url}/v1/chat/completions`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+    });
+  }
+
+  it("lets pages on this machine and the desktop window call the API", async () => {
+    for (const origin of ["http://127.0.0.1:5173", "http://localhost:3000", "app://svc"]) {
+      const res = await preflight(origin);
+      expect(res.status, origin).toBe(204);
+      expect(res.headers.get("access-control-allow-origin"), origin).toBe(origin);
+      expect(res.headers.get("access-control-allow-headers")).toContain("authorization");
+    }
+    const res = await fetch(`${server.url}/v1/models`, { headers: { origin: "http://localhost:3000" } });
+    expect(res.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
+    expect(res.headers.get("access-control-expose-headers")).toContain("x-request-id");
+  });
+
+  it("gives other origins no CORS headers", async () => {
+    for (const origin of ["https://evil.example", "http://localhost.evil.example", "null"]) {
+      const res = await preflight(origin);
+      expect(res.headers.get("access-control-allow-origin"), origin).toBeNull();
+    }
+  });
+});
