@@ -1,0 +1,104 @@
+// The window: a sidebar of pages and a status line. Each page talks to the API over HTTP or to the main
+// process through the console bridge.
+import { useCallback, useState } from "react";
+import type { ServerInfo, StatusView } from "../../server/features/console/contract";
+import { consoleApi } from "./console-client";
+import { ChatPage } from "./pages/chat-page";
+import { KeysPage } from "./pages/keys-page";
+import { ModelsPage } from "./pages/models-page";
+import { PendingPage } from "./pages/pending-page";
+import { ServerPage } from "./pages/server-page";
+import { usePoll } from "./use-poll";
+
+const PAGES = [
+  { id: "chat", label: "Chat" },
+  { id: "files", label: "Files" },
+  { id: "batches", label: "Batches" },
+  { id: "keys", label: "Keys" },
+  { id: "audit", label: "Audit" },
+  { id: "models", label: "Model" },
+  { id: "server", label: "Server" },
+] as const;
+type PageId = (typeof PAGES)[number]["id"];
+
+function pageFromHash(): PageId {
+  const id = window.location.hash.replace(/^#\/?/, "");
+  return PAGES.some((p) => p.id === id) ? (id as PageId) : "chat";
+}
+
+export function App() {
+  const [page, setPage] = useState<PageId>(pageFromHash);
+  const [info, setInfo] = useState<ServerInfo | null>(null);
+  const [status, setStatus] = useState<StatusView | null>(null);
+  const [bridgeError, setBridgeError] = useState<string | null>(null);
+
+  const poll = useCallback(async () => {
+    try {
+      const [i, s] = await Promise.all([consoleApi.serverInfo(), consoleApi.status()]);
+      setInfo(i);
+      setStatus(s);
+      setBridgeError(null);
+    } catch (err) {
+      setBridgeError((err as Error).message);
+    }
+  }, []);
+  usePoll(poll, 3000);
+
+  const go = (id: PageId) => {
+    setPage(id);
+    window.history.replaceState(null, "", `#/${id}`);
+  };
+
+  const model = status?.model;
+  return (
+    <div className="app">
+      <nav className="sidebar">
+        <div className="brand">svc</div>
+        {PAGES.map((p) => (
+          <button key={p.id} className={page === p.id ? "active" : ""} data-testid={`nav-${p.id}`} onClick={() => go(p.id)}>
+            {p.label}
+          </button>
+        ))}
+        <div className="status" data-testid="status-line">
+          <span className={`dot ${model?.state === "ready" ? "ok" : model?.state === "loading" ? "busy" : "off"}`} />
+          {model?.file ? model.file : model?.state === "loading" ? "loading…" : "no model"}
+          {info && <div className="muted small">{info.baseUrl.replace(/^https?:\/\//, "")}</div>}
+        </div>
+      </nav>
+      <main className="content">
+        {bridgeError && <p className="error banner">{bridgeError}</p>}
+        {/* Chat stays mounted so a conversation survives a look at another page. */}
+        <div hidden={page !== "chat"}>
+          <ChatPage info={info} />
+        </div>
+        {page === "files" && (
+          <PendingPage
+            id="files"
+            title="Files"
+            purpose="Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them."
+            waitsFor="the Files API (/v1/files)"
+          />
+        )}
+        {page === "batches" && (
+          <PendingPage
+            id="batches"
+            title="Batches"
+            purpose="Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results."
+            waitsFor="the Message Batches API"
+          />
+        )}
+        {page === "keys" && <KeysPage />}
+        {page === "audit" && (
+          <PendingPage
+            id="audit"
+            title="Audit"
+            purpose="Browse the audit records of requests with filters, see statistics as a chart, and erase a record."
+            waitsFor="the audit API"
+          />
+        )}
+        {page === "models" && <ModelsPage />}
+        {page === "server" && <ServerPage info={info} onInfo={setInfo} />}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,197 @@
+// API keys and accounts. A new key is shown once, here, with a copy button; afterwards only its hint is known.
+import { useCallback, useEffect, useState } from "react";
+import type { AccountView, CreatedKeyView, KeyView } from "../../../server/features/console/contract";
+import { consoleApi } from "../console-client";
+import { copyText, formatTime } from "../format";
+
+export function KeysPage() {
+  const [keys, setKeys] = useState<KeyView[]>([]);
+  const [accounts, setAccounts] = useState<AccountView[]>([]);
+  const [name, setName] = useState("");
+  const [account, setAccount] = useState("");
+  const [trace, setTrace] = useState(false);
+  const [created, setCreated] = useState<CreatedKeyView | null>(null);
+  const [copied, setCopied] = useState(false);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [showRevoked, setShowRevoked] = useState(false);
+
+  const refresh = useCallback(async () => {
+    const [k, a] = await Promise.all([consoleApi.listKeys(), consoleApi.listAccounts()]);
+    setKeys(k);
+    setAccounts(a);
+  }, []);
+
+  useEffect(() => {
+    refresh().catch((err: Error) => setError(err.message));
+  }, [refresh]);
+
+  const act = async (fn: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await fn();
+      await refresh();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  const shown = keys.filter((k) => showRevoked || k.revokedAt === null);
+
+  return (
+    <section className="page" data-testid="keys-page">
+      <header className="page-header">
+        <h1>Keys and accounts</h1>
+      </header>
+
+      <form
+        className="card form-row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act(async () => {
+            setCopied(false);
+            setCreated(await consoleApi.createKey({ name: name || undefined, account: account || undefined, reasoningTrace: trace }));
+            setName("");
+          });
+        }}
+      >
+        <h2>New key</h2>
+        <label>
+          Name <input data-testid="key-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. my IDE" />
+        </label>
+        <label>
+          Account{" "}
+          <input data-testid="key-account" value={account} onChange={(e) => setAccount(e.target.value)} placeholder="local" list="account-names" />
+          <datalist id="account-names">
+            {accounts.map((a) => (
+              <option key={a.id} value={a.name} />
+            ))}
+          </datalist>
+        </label>
+        <label className="checkbox">
+          <input type="checkbox" data-testid="key-trace" checked={trace} onChange={(e) => setTrace(e.target.checked)} /> Reasoning trace
+        </label>
+        <button type="submit" className="primary" data-testid="key-create">
+          Create key
+        </button>
+      </form>
+
+      {created && (
+        <div className="card once" data-testid="key-created">
+          <p>
+            <strong>Copy this key now.</strong> It is shown once and cannot be shown again.
+          </p>
+          <code className="secret" data-testid="key-value">
+            {created.key}
+          </code>{" "}
+          <button data-testid="key-copy" onClick={() => void copyText(created.key).then(setCopied)}>
+            {copied ? "Copied" : "Copy"}
+          </button>{" "}
+          <button data-testid="key-done" onClick={() => setCreated(null)}>
+            Done
+          </button>
+        </div>
+      )}
+
+      {error && (
+        <p className="error" data-testid="keys-error">
+          {error}
+        </p>
+      )}
+
+      <div className="card">
+        <h2>
+          Keys{" "}
+          <label className="checkbox small">
+            <input type="checkbox" checked={showRevoked} onChange={(e) => setShowRevoked(e.target.checked)} /> show revoked
+          </label>
+        </h2>
+        <table data-testid="keys-table">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Key</th>
+              <th>Account</th>
+              <th>Reasoning trace</th>
+              <th>Created</th>
+              <th>Last used</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((k) => (
+              <tr key={k.id} data-testid="key-row" data-key-id={k.id} data-revoked={k.revokedAt !== null}>
+                <td>{k.name ?? <em>unnamed</em>}</td>
+                <td>
+                  <code>{k.hint}</code>
+                </td>
+                <td>{k.account}</td>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label="Reasoning trace"
+                    checked={k.reasoningTrace}
+                    disabled={k.revokedAt !== null}
+                    onChange={(e) => void act(() => consoleApi.setKeyTrace(k.id, e.target.checked))}
+                  />
+                </td>
+                <td>{formatTime(k.createdAt)}</td>
+                <td>{formatTime(k.lastUsedAt)}</td>
+                <td>
+                  {k.revokedAt !== null ? (
+                    <span className="muted">revoked {formatTime(k.revokedAt)}</span>
+                  ) : confirming === k.id ? (
+                    <>
+                      <button
+                        className="danger"
+                        data-testid="key-revoke-confirm"
+                        onClick={() =>
+                          void act(async () => {
+                            setConfirming(null);
+                            await consoleApi.revokeKey(k.id);
+                          })
+                        }
+                      >
+                        Revoke now
+                      </button>{" "}
+                      <button onClick={() => setConfirming(null)}>Cancel</button>
+                    </>
+                  ) : (
+                    <button data-testid="key-revoke" onClick={() => setConfirming(k.id)}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+
+      <div className="card">
+        <h2>Accounts</h2>
+        <table data-testid="accounts-table">
+          <thead>
+            <tr>
+              <th>Account</th>
+              <th>Status</th>
+              <th>Active keys</th>
+              <th>Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {accounts.map((a) => (
+              <tr key={a.id}>
+                <td>{a.name}</td>
+                <td>{a.status}</td>
+                <td>{a.activeKeys}</td>
+                <td>{formatTime(a.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <p className="muted">A key's account is created with the key. Activating accounts with a temporary password arrives with the accounts API.</p>
+      </div>
+    </section>
+  );
+}

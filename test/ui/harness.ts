@@ -1,0 +1,211 @@
+// The UI tests' stand-in for the Electron shell: the real server with the tiny model, the window's built
+// files on a loopback static server, and Debian's Chromium through Playwright. The console bridge the
+// preload would provide (window.svc.call) is answered by dispatchConsoleCall over a ConsoleService, the same
+// code the main process runs. Chat traffic goes through a loopback proxy that can slow a stream down, so a
+// test can press Stop while it is still running.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, sep } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { ConsoleService, dispatchConsoleCall } from "../../server/features/console/console-service.js";
+import { LogBuffer } from "../../server/features/console/log-buffer.js";
+import { startServer, type RunningServer } from "../../server/index.js";
+import { packageVersion } from "../../server/version.js";
+import { ROOT } from "../support/svc-process.js";
+
+export const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? "/usr/bin/chromium";
+export const RENDERER_DIR = join(ROOT, "dist", "renderer");
+export const SCREENSHOTS = join(ROOT, "test", ".artifacts", "screenshots");
+
+/** Why the UI tests cannot run here, or null. On CI a missing browser is a failure, not a skip. */
+export function uiSkipReason(): string | null {
+  if (!existsSync(CHROMIUM)) return `Chromium not found at ${CHROMIUM} (apt-get install chromium; .ci/run does)`;
+  if (!existsSync(join(RENDERER_DIR, "index.html"))) return `the window is not built (${RENDERER_DIR}/index.html missing: npm run build)`;
+  return null;
+}
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".map": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+};
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+function serveStatic(dir: string): Server {
+  return createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    const file = normalize(join(dir, path === "/" ? "index.html" : path));
+    if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404).end("not found");
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
+    res.end(readFileSync(file));
+  });
+}
+
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  body: string;
+  /** The client went away before the response ended. */
+  clientAborted: boolean;
+  ended: boolean;
+}
+
+/** Forwards to the API; while `delayMs` is set, each chunk of a streamed answer is held back that long. */
+class SlowProxy {
+  delayMs = 0;
+  readonly requests: ProxiedRequest[] = [];
+  readonly server: Server;
+
+  constructor(private readonly target: URL) {
+    this.server = createServer((req, res) => void this.forward(req, res));
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const record: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", body: body.toString("utf8"), clientAborted: false, ended: false };
+    this.requests.push(record);
+    const headers = { ...req.headers, host: this.target.host };
+    const upstream = httpRequest({ hostname: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers }, async (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      const delay = this.delayMs;
+      let pending = "";
+      for await (const chunk of answer) {
+        if (res.destroyed) break;
+        if (delay === 0) {
+          res.write(chunk);
+          continue;
+        }
+        // One SSE event at a time, each held back: the server sends a short answer in a burst.
+        pending += (chunk as Buffer).toString("utf8");
+        let end: number;
+        while ((end = pending.indexOf("\n\n")) !== -1 && !res.destroyed) {
+          await new Promise((r) => setTimeout(r, delay));
+          res.write(pending.slice(0, end + 2));
+          pending = pending.slice(end + 2);
+        }
+      }
+      if (pending && !res.destroyed) res.write(pending);
+      record.ended = true;
+      res.end();
+    });
+    res.on("close", () => {
+      if (!res.writableFinished) {
+        record.clientAborted = true;
+        upstream.destroy();
+      }
+    });
+    upstream.on("error", () => res.destroy());
+    upstream.end(body);
+  }
+}
+
+export interface UiHarness {
+  server: RunningServer;
+  service: ConsoleService;
+  logs: LogBuffer;
+  proxy: SlowProxy;
+  /** The API as the window reaches it (through the proxy). */
+  apiUrl: string;
+  pageUrl: string;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  dataDir: string;
+  /** Opens a page of the window (chat, keys, models, server, ...). */
+  open(page: string): Promise<void>;
+  screenshot(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startUiHarness(modelPath: string): Promise<UiHarness> {
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-ui-"));
+  const logs = new LogBuffer();
+  const server = await startServer(
+    { host: "127.0.0.1", port: 0, dataDir, modelPath, threads: 1, sequences: 2, contextSize: 4096, gpu: "cpu", logLevel: "silent" },
+    logs.log,
+  );
+  const proxy = new SlowProxy(new URL(server.url));
+  const apiUrl = await listen(proxy.server);
+  const service = new ConsoleService({
+    server: { ...server, url: apiUrl, port: Number(new URL(apiUrl).port) },
+    host: "127.0.0.1",
+    dataDir,
+    version: packageVersion(),
+    logs,
+    portNote: null,
+  });
+  const files = serveStatic(RENDERER_DIR);
+  const pageUrl = await listen(files);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  await context.exposeFunction("__svcConsoleCall", (method: unknown, args: unknown) => dispatchConsoleCall(service, method, args));
+  await context.addInitScript(() => {
+    const call = (window as unknown as { __svcConsoleCall: (m: string, a: unknown[]) => Promise<unknown> }).__svcConsoleCall;
+    Object.defineProperty(window, "svc", { value: Object.freeze({ call: (method: string, args: unknown[]) => call(method, args) }) });
+  });
+  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  page.on("pageerror", (err) => pageErrors.push(err.message));
+  mkdirSync(SCREENSHOTS, { recursive: true });
+
+  return {
+    server,
+    service,
+    logs,
+    proxy,
+    apiUrl,
+    pageUrl,
+    browser,
+    context,
+    page,
+    dataDir,
+    async open(name) {
+      if (page.url().startsWith(pageUrl)) await page.getByTestId(`nav-${name}`).click();
+      else await page.goto(`${pageUrl}/index.html#/${name}`);
+      await page.getByTestId(`${name}-page`).waitFor();
+      if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
+    },
+    async screenshot(name) {
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    },
+    async close() {
+      await browser.close().catch(() => undefined);
+      await closeServer(files);
+      await closeServer(proxy.server);
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
