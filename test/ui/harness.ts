@@ -77,12 +77,25 @@ class SlowProxy {
     this.server = createServer((req, res) => void this.forward(req, res));
   }
 
+  /** When set, the next streamed chat completion is answered with this text instead of the model's. */
+  cannedAnswer: string | null = null;
+
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
     const record: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", body: body.toString("utf8"), clientAborted: false, ended: false };
     this.requests.push(record);
+    if (this.cannedAnswer !== null && req.method === "POST" && req.url === "/v1/chat/completions") {
+      const text = this.cannedAnswer;
+      this.cannedAnswer = null;
+      const frame = (delta: Record<string, unknown>, finish: string | null) =>
+        `data: ${JSON.stringify({ id: "chatcmpl-canned", object: "chat.completion.chunk", created: 0, model: "svc-fast", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.writeHead(200, { "content-type": "text/event-stream", "access-control-allow-origin": String(req.headers.origin ?? "*") });
+      res.end(frame({ role: "assistant", content: "" }, null) + frame({ content: text }, null) + frame({}, "stop") + "data: [DONE]\n\n");
+      record.ended = true;
+      return;
+    }
     const headers = { ...req.headers, host: this.target.host };
     const upstream = httpRequest({ hostname: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers }, async (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);

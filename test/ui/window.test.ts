@@ -3,7 +3,7 @@
 // progress from a loopback file server) and the server page (its snippets run as shown). Each page's
 // screenshot lands in test/.artifacts/screenshots.
 import { execFile } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -109,6 +109,31 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       }
     });
 
+    it("renders markdown and code, and never runs HTML from the model", async () => {
+      ui.proxy.cannedAnswer = [
+        "# Plan",
+        "",
+        "Some **bold** text and `inline code`.",
+        "",
+        "```js",
+        "const answer = 42;",
+        "```",
+        "",
+        '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script><a href="javascript:window.__pwned=3">link</a>',
+      ].join("\n");
+      await ask("Show me markdown.");
+      const answer = await lastAnswerSettled();
+      const content = answer.getByTestId("turn-content");
+      expect(await content.locator("h1").textContent()).toBe("Plan");
+      expect(await content.locator("strong").textContent()).toBe("bold");
+      expect(await content.locator("pre code").textContent()).toContain("const answer = 42;");
+      expect(await content.locator("script").count()).toBe(0);
+      expect(await content.locator("img").evaluateAll((imgs) => imgs.map((i) => i.getAttribute("onerror")))).toEqual([null]);
+      expect(await content.locator("a").evaluateAll((links) => links.map((a) => a.getAttribute("href")))).toEqual([null]);
+      await content.locator("a").click().catch(() => undefined);
+      expect(await ui.page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    });
+
     it("attaches a dropped file and sends it with the message", async () => {
       await ui.page.getByTestId("chat-clear").click();
       await ui.page.getByTestId("chat-mode").selectOption("fast");
@@ -127,6 +152,15 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       expect(content[1]).toMatchObject({ type: "file", file: { filename: "notes.txt" } });
       const data = (content[1]!.file as { file_data: string }).file_data;
       expect(Buffer.from(data.split(",")[1]!, "base64").toString()).toBe("The launch code is 4711.");
+    });
+
+    it("exports the conversation as JSON", async () => {
+      const [download] = await Promise.all([ui.page.waitForEvent("download"), ui.page.getByTestId("chat-export").click()]);
+      expect(download.suggestedFilename()).toMatch(/^svc-chat-.*\.json$/);
+      const saved = JSON.parse(readFileSync((await download.path())!, "utf8")) as { messages: Array<Record<string, unknown>> };
+      expect(saved.messages[0]).toMatchObject({ role: "user", content: "What is in the file?", attachments: [{ name: "notes.txt", type: "text/plain" }] });
+      expect(saved.messages[1]).toMatchObject({ role: "assistant" });
+      expect(String(saved.messages[1]!.content).length).toBeGreaterThan(0);
     });
   });
 
