@@ -1,8 +1,8 @@
 // The server as a library: `svc serve` and the Electron main process both call startServer.
 import { open } from "node:fs/promises";
-import { isIP } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { ServeConfig } from "./config.js";
+import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { KeysService } from "./features/keys/keys-service.js";
@@ -58,10 +58,6 @@ async function checkModelFile(path: string): Promise<void> {
   }
 }
 
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
-}
-
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
   if (config.modelPath) await checkModelFile(config.modelPath);
   const store = Store.open(config.dataDir);
@@ -111,7 +107,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const app = await buildApp(
     { pipeline, keys, engineHost, version: packageVersion() },
     {
-      allowedHosts: isLoopback(config.host) ? "loopback" : "any",
+      allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },

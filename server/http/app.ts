@@ -5,6 +5,7 @@ import { basename } from "node:path";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
+import { isLoopbackHost } from "../core/loopback.js";
 import { newId } from "../core/ids.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
@@ -25,14 +26,12 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
 }
 
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
-
 function hostAllowed(hostHeader: string | undefined): boolean {
   if (!hostHeader) return true; // HTTP/1.0 clients; nothing to rebind
   let host = hostHeader.trim().toLowerCase();
   if (host.startsWith("[")) host = host.slice(0, host.indexOf("]") + 1);
   else host = host.replace(/:\d+$/, "");
-  return LOOPBACK_HOSTS.has(host) || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host);
+  return isLoopbackHost(host);
 }
 
 /**

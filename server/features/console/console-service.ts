@@ -3,9 +3,10 @@
 // path. Nothing here is reachable over HTTP.
 import { basename } from "node:path";
 import { AppError } from "../../core/errors.js";
+import { isLoopbackHost } from "../../core/loopback.js";
 import type { RunningServer } from "../../index.js";
 import type { KeyInfo } from "../keys/keys-service.js";
-import { GPU_PREFERENCES, type ModelList, type PullEvent } from "../models/models-service.js";
+import type { ModelList, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
   ConsoleApi,
@@ -46,10 +47,6 @@ function keyView(info: KeyInfo): KeyView {
     lastUsedAt: info.last_used_at,
     revokedAt: info.revoked_at,
   };
-}
-
-function isLoopbackHost(host: string): boolean {
-  return host === "localhost" || host === "::1" || host.startsWith("127.");
 }
 
 interface DownloadJob {
@@ -250,8 +247,6 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async setGpuPreference(gpu: GpuPreference): Promise<StatusView> {
-    if (!GPU_PREFERENCES.includes(gpu))
-      throw new AppError("invalid_request", `GPU preference must be one of ${GPU_PREFERENCES.join(", ")}.`, { code: "invalid_gpu_preference" });
     await this.server.models.setGpuPreference(gpu);
     return this.status();
   }

@@ -1,4 +1,5 @@
 // Where a model can come from, and the one we recommend. Pure: parsing and validation only.
+import { isLoopbackHost } from "../../core/loopback.js";
 import { AppError } from "../../core/errors.js";
 
 /**
@@ -41,11 +42,6 @@ export function huggingFaceEndpoint(env: NodeJS.ProcessEnv = process.env): URL {
     }
   }
   return new URL("https://huggingface.co/");
-}
-
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host) || host.endsWith(".localhost");
 }
 
 const USAGE = "Use hf:user/repo:quant, hf:user/repo/file.gguf or an https:// URL of a .gguf file.";
