@@ -19,6 +19,8 @@ export interface ServeConfig {
   logLevel: "silent" | "error" | "warn" | "info" | "debug";
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
+  /** A better_sqlite3.node built for the host runtime (the desktop app in development); never from flags or env. */
+  nativeBinding?: string;
 }
 
 export const APP_NAME = "svc-desktop";

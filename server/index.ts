@@ -60,7 +60,7 @@ async function checkModelFile(path: string): Promise<void> {
 
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
   if (config.modelPath) await checkModelFile(config.modelPath);
-  const store = Store.open(config.dataDir);
+  const store = Store.open(config.dataDir, { nativeBinding: config.nativeBinding });
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
   const engineHost = new EngineHost({ log });
@@ -118,7 +118,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await models.close();
     await engineHost.close();
     store.close();
-    throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+    throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;

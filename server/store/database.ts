@@ -8,10 +8,18 @@ export type Db = Database.Database;
 
 export const DATABASE_FILE = "svc.sqlite3";
 
-export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIONS): Db {
+export interface DatabaseOptions {
+  /**
+   * The better_sqlite3.node to load instead of the one in node_modules: under Electron in development, one
+   * built for Electron's ABI (the one in node_modules is built for Node's).
+   */
+  nativeBinding?: string;
+}
+
+export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIONS, options: DatabaseOptions = {}): Db {
   const path = join(dataDir, DATABASE_FILE);
   mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const db = new Database(path, options.nativeBinding ? { nativeBinding: options.nativeBinding } : {});
   db.pragma("journal_mode = WAL");
   db.pragma("foreign_keys = ON");
   // Another process (a CLI command beside a running server) may hold the write lock briefly.

@@ -1,6 +1,7 @@
 // The store: one database, a repository per aggregate.
 import { AccountRepository } from "./accounts-repository.js";
-import { openDatabase, type Db } from "./database.js";
+import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
+import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
 import { ModelFileRepository } from "./model-files-repository.js";
 import { SettingsRepository } from "./settings-repository.js";
@@ -18,8 +19,8 @@ export class Store {
     this.modelFiles = new ModelFileRepository(db);
   }
 
-  static open(dataDir: string): Store {
-    return new Store(openDatabase(dataDir));
+  static open(dataDir: string, options: DatabaseOptions = {}): Store {
+    return new Store(openDatabase(dataDir, MIGRATIONS, options));
   }
 
   close(): void {
