@@ -6,7 +6,8 @@ import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { APP_NAME, resolveServeConfig, type ServeConfig } from "../server/config.js";
-import { ConsoleService, dispatchConsoleCall, LAN_EXPOSURE_SETTING } from "../server/features/console/console-service.js";
+import { isLoopbackHost } from "../server/core/loopback.js";
+import { ConsoleService, dispatchConsoleCall, LAN_EXPOSURE_SETTING, localBaseUrl } from "../server/features/console/console-service.js";
 import { CONSOLE_CHANNEL, type ConsoleResult } from "../server/features/console/contract.js";
 import { LogBuffer } from "../server/features/console/log-buffer.js";
 import { consoleLog, startServer, type RunningServer } from "../server/index.js";
@@ -161,12 +162,12 @@ function guardWebContents(contents: Electron.WebContents): void {
 function currentTrayState(): TrayState {
   if (!hosted) return { model: null, baseUrl: null, portNote: null, lanExposed: false };
   const status = hosted.server.engineHost.status();
-  const baseUrl = hosted.server.url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:");
+  const baseUrl = localBaseUrl(hosted.server.url);
   return {
     model: { state: status.state, name: status.model?.name ?? null, error: status.error },
     baseUrl,
     portNote: hosted.portNote,
-    lanExposed: hosted.host !== "127.0.0.1" && hosted.host !== "localhost" && hosted.host !== "::1",
+    lanExposed: !isLoopbackHost(hosted.host),
   };
 }
 

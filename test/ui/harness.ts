@@ -116,7 +116,8 @@ class SlowProxy {
           pending = pending.slice(end + 2);
         }
       }
-      if (pending && !res.destroyed) res.write(pending);
+      if (res.destroyed) return;
+      if (pending) res.write(pending);
       record.ended = true;
       res.end();
     });

@@ -49,6 +49,11 @@ function keyView(info: KeyInfo): KeyView {
   };
 }
 
+/** The server's URL as a client on this machine reaches it (a server on all interfaces answers on loopback). */
+export function localBaseUrl(url: string): string {
+  return url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:");
+}
+
 interface DownloadJob {
   view: DownloadView;
   abort: AbortController;
@@ -66,7 +71,7 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async serverInfo(): Promise<ServerInfo> {
-    const baseUrl = this.server.url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:");
+    const baseUrl = localBaseUrl(this.server.url);
     return {
       version: this.options.version,
       baseUrl,
