@@ -1,7 +1,8 @@
 // The window: a sidebar of pages and a status line. Each page talks to the API over HTTP or to the main
 // process through the console bridge.
 import { useCallback, useState } from "react";
-import type { ServerInfo, StatusView } from "../../server/features/console/contract";
+import type { FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
+import { FirstRunPanel } from "./first-run";
 import { consoleApi } from "./console-client";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
@@ -31,12 +32,19 @@ export function App() {
   const [info, setInfo] = useState<ServerInfo | null>(null);
   const [status, setStatus] = useState<StatusView | null>(null);
   const [bridgeError, setBridgeError] = useState<string | null>(null);
+  const [offer, setOffer] = useState<FirstRunView | null>(null);
 
   const poll = useCallback(async () => {
     try {
       const [i, s] = await Promise.all([consoleApi.serverInfo(), consoleApi.status()]);
       setInfo(i);
       setStatus(s);
+      // Only while no model is loaded: offer one on a first run, unless a download is already under way.
+      if (s.model.state === "no_model") {
+        const [first, downloads] = await Promise.all([consoleApi.firstRun(), consoleApi.downloads()]);
+        const downloading = downloads.some((d) => d.phase === "resolving" || d.phase === "downloading" || d.phase === "verifying");
+        setOffer(first.needsModel && !downloading ? first : null);
+      } else setOffer(null);
       setBridgeError(null);
     } catch (err) {
       setBridgeError((err as Error).message);
@@ -67,6 +75,18 @@ export function App() {
       </nav>
       <main className="content">
         {bridgeError && <p className="error banner">{bridgeError}</p>}
+        {offer && (
+          <div className="banner">
+            <FirstRunPanel
+              offer={offer}
+              onStarted={() => {
+                setOffer(null);
+                go("models");
+              }}
+              onChoose={() => go("models")}
+            />
+          </div>
+        )}
         {/* Chat stays mounted so a conversation survives a look at another page. */}
         <div hidden={page !== "chat"}>
           <ChatPage info={info} />

@@ -104,6 +104,7 @@ describe("console calls", () => {
   it("reports status and remembers the GPU choice", async () => {
     const status = await call<StatusView>("status");
     expect(status.model.state).toBe("no_model");
+    expect(await call("firstRun")).toMatchObject({ needsModel: true, recommended: { source: "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M" } });
     expect(status.cpuCores).toBeGreaterThan(0);
     expect((await dispatchConsoleCall(service, "setGpuPreference", ["quantum"])).ok).toBe(false);
     const cpu = await call<StatusView>("setGpuPreference", "cpu");
@@ -131,6 +132,7 @@ describe("console calls", () => {
     const models = await call<ModelsView>("listModels");
     expect(models.models.map((m) => m.file)).toContain("console.gguf");
     expect(models.active).toBe("console.gguf");
+    expect(await call("firstRun")).toMatchObject({ needsModel: false });
     expect(logs.since().some((l) => l.message.includes("Downloaded console.gguf"))).toBe(true);
   });
 

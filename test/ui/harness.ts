@@ -150,7 +150,8 @@ export interface UiHarness {
   close(): Promise<void>;
 }
 
-export async function startUiHarness(modelPath: string): Promise<UiHarness> {
+/** Without a model path the server starts as on a first run: no model, following the active-model setting. */
+export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-ui-"));
   const logs = new LogBuffer();
   const server = await startServer(

@@ -13,6 +13,7 @@ import type {
   ConsoleResult,
   CreatedKeyView,
   DownloadView,
+  FirstRunView,
   GpuPreference,
   KeyView,
   LogLine,
@@ -110,6 +111,12 @@ export class ConsoleService implements ConsoleApi {
       ramFreeBytes: hardware.ramFreeBytes,
       requests: { active: status.active, queued: status.queued },
     };
+  }
+
+  async firstRun(): Promise<FirstRunView> {
+    const { source, title, description, approxBytes } = this.server.models.recommended();
+    const needsModel = !this.server.engineHost.files().current && (await this.server.models.needsModel());
+    return { needsModel, recommended: { source, title, description, approxBytes } };
   }
 
   async windowKey(): Promise<string> {

@@ -109,6 +109,12 @@ export interface DownloadView {
   startedAt: number;
 }
 
+export interface FirstRunView {
+  /** No model is loaded, none is active and the models folder is empty: offer the recommended one. */
+  needsModel: boolean;
+  recommended: { source: string; title: string; description: string; approxBytes: number };
+}
+
 export interface LogLine {
   seq: number;
   at: number;
@@ -119,6 +125,7 @@ export interface LogLine {
 export interface ConsoleApi {
   serverInfo(): Promise<ServerInfo>;
   status(): Promise<StatusView>;
+  firstRun(): Promise<FirstRunView>;
   /** A key for the window's own chat, made for this app session (the previous session's is revoked). */
   windowKey(): Promise<string>;
   listKeys(): Promise<KeyView[]>;
@@ -143,6 +150,7 @@ export type ConsoleMethod = keyof ConsoleApi;
 export const CONSOLE_METHODS = {
   serverInfo: true,
   status: true,
+  firstRun: true,
   windowKey: true,
   listKeys: true,
   createKey: true,

@@ -1,0 +1,40 @@
+// The first run: no model anywhere yet, so offer the recommended one (or a pick on the Model page).
+import { useState } from "react";
+import type { FirstRunView } from "../../server/features/console/contract";
+import { consoleApi } from "./console-client";
+
+export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunView; onStarted: () => void; onChoose: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const { recommended } = offer;
+  return (
+    <div className="card first-run" data-testid="first-run">
+      <h2>Get a model to start</h2>
+      <p>
+        svc runs a language model on this machine; none is here yet. The recommended one is <strong>{recommended.title}</strong>:{" "}
+        {recommended.description}
+      </p>
+      <div className="form-row">
+        <button
+          className="primary"
+          data-testid="first-run-download"
+          disabled={busy}
+          onClick={() => {
+            setBusy(true);
+            setError(null);
+            consoleApi.startDownload({ source: recommended.source }).then(onStarted, (err: Error) => {
+              setError(err.message);
+              setBusy(false);
+            });
+          }}
+        >
+          Download {recommended.title} (about {(recommended.approxBytes / 1e9).toFixed(1)} GB)
+        </button>
+        <button data-testid="first-run-choose" onClick={onChoose}>
+          Choose another model
+        </button>
+      </div>
+      {error && <p className="error">{error}</p>}
+    </div>
+  );
+}
