@@ -192,6 +192,11 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       await ui.open("keys");
       expect(await ui.page.content()).not.toContain(key);
 
+      // The reasoning-trace flag, switched from the table, is what the server reads for this key.
+      await row.getByRole("checkbox", { name: "Reasoning trace" }).click();
+      await expect.poll(async () => (await ui.service.listKeys()).find((k) => k.name === "my editor")?.reasoningTrace).toBe(true);
+      await expect.poll(() => row.getByRole("checkbox", { name: "Reasoning trace" }).isChecked()).toBe(true);
+
       await row.getByTestId("key-revoke").click();
       await row.getByTestId("key-revoke-confirm").click();
       await expect.poll(() => ui.page.getByTestId("key-row").filter({ hasText: "my editor" }).count()).toBe(0);
