@@ -2,7 +2,6 @@
 // every machine, Electron binary or not: config and data dir, the LAN setting read before start, the
 // in-process server, the IPC handler and its sender check, the app:// handler, the tray, and the quit.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CONSOLE_CHANNEL, type ConsoleResult, type ServerInfo } from "../../server/features/console/contract.js";
 import { LAN_EXPOSURE_SETTING } from "../../server/features/console/console-service.js";
 import { Store } from "../../server/store/store.js";
+import { portAnswers } from "../support/port.js";
 
 type Listener = (...args: unknown[]) => unknown;
 
@@ -134,17 +134,6 @@ vi.mock("electron", () => ({ ...fake.electron, default: fake.electron }));
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-main-"));
 const { state } = fake;
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 async function call(method: string, args: unknown[] = [], frameUrl = "app://svc/index.html", sender: object = state.windows[0]!.webContents): Promise<ConsoleResult> {
   const handler = state.ipcHandlers.get(CONSOLE_CHANNEL)!;

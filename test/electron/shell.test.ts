@@ -2,12 +2,12 @@
 // The window's page, the one-method bridge (and nothing else of Node), the in-process server, and a quit that
 // closes the port. Skipped where no Electron binary is installed.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { _electron, type ElectronApplication, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { devNativeBindingPath } from "../../main/dev-native.js";
+import { portAnswers } from "../support/port.js";
 
 const root = join(import.meta.dirname, "..", "..");
 const electronDir = join(root, "node_modules", "electron");
@@ -26,17 +26,6 @@ if (!binary)
   console.warn(
     "Electron binary not installed (ELECTRON_SKIP_BINARY_DOWNLOAD or offline): skipping the Electron shell tests; npm start downloads it on a user's machine",
   );
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 describe.skipIf(!binary)("the Electron shell", () => {
   let app: ElectronApplication | null = null;

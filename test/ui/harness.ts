@@ -19,11 +19,17 @@ export const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? "/usr/bin/chromium";
 export const RENDERER_DIR = join(ROOT, "dist", "renderer");
 export const SCREENSHOTS = join(ROOT, "test", ".artifacts", "screenshots");
 
-/** Why the UI tests cannot run here, or null. On CI a missing browser is a failure, not a skip. */
+/**
+ * Why the UI tests cannot run here, or null; says so once per file. On CI a missing browser or an unbuilt
+ * window is a failure, not a skip.
+ */
 export function uiSkipReason(): string | null {
-  if (!existsSync(CHROMIUM)) return `Chromium not found at ${CHROMIUM} (apt-get install chromium; .ci/run does)`;
-  if (!existsSync(join(RENDERER_DIR, "index.html"))) return `the window is not built (${RENDERER_DIR}/index.html missing: npm run build)`;
-  return null;
+  let reason: string | null = null;
+  if (!existsSync(CHROMIUM)) reason = `Chromium not found at ${CHROMIUM} (apt-get install chromium; .ci/run does)`;
+  else if (!existsSync(join(RENDERER_DIR, "index.html"))) reason = `the window is not built (${RENDERER_DIR}/index.html missing: npm run build)`;
+  if (reason && process.env.CI) throw new Error(`UI tests cannot run on CI: ${reason}`);
+  if (reason) console.warn(`Skipping the UI tests: ${reason}.`);
+  return reason;
 }
 
 const TYPES: Record<string, string> = {
