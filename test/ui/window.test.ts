@@ -83,6 +83,9 @@ describe.skipIf(skip !== null)("the desktop window", () => {
 
     it("stops a stream with the stop button", async () => {
       await ui.page.getByTestId("chat-clear").click();
+      // Thinking mode: the thought and then the answer make enough events that the stream is surely still
+      // running when the first of them shows.
+      await ui.page.getByTestId("chat-mode").selectOption("thinking");
       ui.proxy.delayMs = 100;
       try {
         await ask("Write a long story.");
