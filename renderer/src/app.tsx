@@ -3,7 +3,7 @@
 import { useCallback, useState } from "react";
 import type { FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
 import { FirstRunPanel } from "./first-run";
-import { consoleApi } from "./console-client";
+import { consoleApi, isDownloadRunning } from "./console-client";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
@@ -21,6 +21,25 @@ const PAGES = [
   { id: "server", label: "Server" },
 ] as const;
 type PageId = (typeof PAGES)[number]["id"];
+
+/** Pages whose APIs are still to come: what each will do, and what it waits for. */
+const PENDING = {
+  files: {
+    title: "Files",
+    purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
+    waitsFor: "the Files API (/v1/files)",
+  },
+  batches: {
+    title: "Batches",
+    purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
+    waitsFor: "the Message Batches API",
+  },
+  audit: {
+    title: "Audit",
+    purpose: "Browse the audit records of requests with filters, see statistics as a chart, and erase a record.",
+    waitsFor: "the audit API",
+  },
+} as const;
 
 function pageFromHash(): PageId {
   const id = window.location.hash.replace(/^#\/?/, "");
@@ -42,8 +61,7 @@ export function App() {
       // Only while no model is loaded: offer one on a first run, unless a download is already under way.
       if (s.model.state === "no_model") {
         const [first, downloads] = await Promise.all([consoleApi.firstRun(), consoleApi.downloads()]);
-        const downloading = downloads.some((d) => d.phase === "resolving" || d.phase === "downloading" || d.phase === "verifying");
-        setOffer(first.needsModel && !downloading ? first : null);
+        setOffer(first.needsModel && !downloads.some(isDownloadRunning) ? first : null);
       } else setOffer(null);
       setBridgeError(null);
     } catch (err) {
@@ -91,31 +109,8 @@ export function App() {
         <div hidden={page !== "chat"}>
           <ChatPage info={info} />
         </div>
-        {page === "files" && (
-          <PendingPage
-            id="files"
-            title="Files"
-            purpose="Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them."
-            waitsFor="the Files API (/v1/files)"
-          />
-        )}
-        {page === "batches" && (
-          <PendingPage
-            id="batches"
-            title="Batches"
-            purpose="Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results."
-            waitsFor="the Message Batches API"
-          />
-        )}
+        {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
         {page === "keys" && <KeysPage />}
-        {page === "audit" && (
-          <PendingPage
-            id="audit"
-            title="Audit"
-            purpose="Browse the audit records of requests with filters, see statistics as a chart, and erase a record."
-            waitsFor="the audit API"
-          />
-        )}
         {page === "models" && <ModelsPage />}
         {page === "server" && <ServerPage info={info} onInfo={setInfo} />}
       </main>

@@ -1,5 +1,5 @@
 // The window's typed handle on the console bridge (window.svc, put there by the preload or the UI tests).
-import type { ConsoleApi, ConsoleBridge, ConsoleMethod } from "../../server/features/console/contract";
+import type { ConsoleApi, ConsoleBridge, ConsoleMethod, DownloadView } from "../../server/features/console/contract";
 
 declare global {
   interface Window {
@@ -28,3 +28,8 @@ async function call<M extends ConsoleMethod>(method: M, args: Parameters<Console
 export const consoleApi = new Proxy({} as ConsoleApi, {
   get: (_target, method: string) => (...args: unknown[]) => call(method as ConsoleMethod, args as never),
 });
+
+/** A download that has not ended (done, failed or cancelled). */
+export function isDownloadRunning(download: DownloadView): boolean {
+  return download.phase === "resolving" || download.phase === "downloading" || download.phase === "verifying";
+}

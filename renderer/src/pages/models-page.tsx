@@ -1,7 +1,7 @@
 // The model and the hardware: what is loaded, on which GPU, the files on disk, and downloads with progress.
 import { useCallback, useState } from "react";
 import type { DownloadView, GpuPreference, ModelsView, StatusView } from "../../../server/features/console/contract";
-import { consoleApi } from "../console-client";
+import { consoleApi, isDownloadRunning } from "../console-client";
 import { formatBytes, formatEta } from "../format";
 import { usePoll } from "../use-poll";
 
@@ -9,7 +9,7 @@ const GPU_CHOICES: GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
 
 function DownloadRow({ download, onCancel }: { download: DownloadView; onCancel: () => void }) {
   const percent = download.totalBytes > 0 ? Math.floor((download.downloadedBytes / download.totalBytes) * 100) : null;
-  const running = download.phase === "resolving" || download.phase === "downloading" || download.phase === "verifying";
+  const running = isDownloadRunning(download);
   return (
     <li className="download" data-testid="download" data-phase={download.phase}>
       <div className="download-title">
@@ -48,7 +48,7 @@ export function ModelsPage() {
     setModels(m);
     setDownloads(d);
   }, []);
-  const anyRunning = downloads.some((d) => d.phase === "resolving" || d.phase === "downloading" || d.phase === "verifying");
+  const anyRunning = downloads.some(isDownloadRunning);
   usePoll(refresh, anyRunning ? 400 : 2000);
 
   const act = async (fn: () => Promise<unknown>) => {
