@@ -11,7 +11,7 @@ const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions
 Usage:
   svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...]
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]
   svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -25,7 +25,7 @@ Usage:
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Default data dir: ${defaultDataDir()}
 `;
 
@@ -45,6 +45,8 @@ async function serve(argv: string[]): Promise<void> {
       gpu: { type: "string" },
       "log-level": { type: "string" },
       "cors-origins": { type: "string" },
+      "concurrency-limit": { type: "string" },
+      "queue-limit": { type: "string" },
     },
     strict: true,
   });

@@ -17,6 +17,10 @@ export interface ServeConfig {
   contextSize?: number;
   gpu: GpuPreference;
   logLevel: "silent" | "error" | "warn" | "info" | "debug";
+  /** Interactive requests one account may have in flight (running plus waiting); undefined: 4 per sequence. */
+  concurrencyLimit?: number;
+  /** Interactive requests that may wait for a sequence at once, all accounts together; undefined: 64. */
+  queueLimit?: number;
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
   /** A better_sqlite3.node built for the host runtime (the desktop app in development); never from flags or env. */
@@ -43,7 +47,12 @@ export function defaultThreads(cores = availableParallelism()): number {
   return chooseThreads({ cores });
 }
 
-export type Flags = Partial<Record<"host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins", string>>;
+export type Flags = Partial<
+  Record<
+    "host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins" | "concurrency-limit" | "queue-limit",
+    string
+  >
+>;
 
 export class ConfigError extends Error {}
 
@@ -70,6 +79,8 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     contextSize: intOption("context-size", pick("context-size", "SVC_CONTEXT_SIZE"), 256, 1_048_576),
     gpu,
     logLevel,
+    concurrencyLimit: intOption("concurrency-limit", pick("concurrency-limit", "SVC_CONCURRENCY_LIMIT"), 1, 100_000),
+    queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
     corsOrigins: (pick("cors-origins", "SVC_CORS_ORIGINS") ?? "")
       .split(",")
       .map((o) => o.trim().replace(/\/+$/, ""))

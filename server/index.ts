@@ -10,7 +10,8 @@ import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
 import { buildApp } from "./http/app.js";
-import { InferencePipeline } from "./pipeline/pipeline.js";
+import { InferencePipeline, schedulerForHost } from "./pipeline/pipeline.js";
+import type { Scheduler } from "./pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
 import { Store } from "./store/store.js";
 import { packageVersion } from "./version.js";
@@ -22,6 +23,8 @@ export interface RunningServer {
   store: Store;
   keys: KeysService;
   engineHost: EngineHost;
+  /** Admission, priorities and per-account limits for every inference. */
+  scheduler: Scheduler;
   /** Model files, the active model, downloads and switching (the desktop app's main process calls this). */
   models: ModelsService;
   close(): Promise<void>;
@@ -103,9 +106,10 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     throw new StartupError((err as Error).message);
   }
 
-  const pipeline = new InferencePipeline(engineHost);
+  const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
+  const pipeline = new InferencePipeline(engineHost, { scheduler, log });
   const app = await buildApp(
-    { pipeline, keys, engineHost, version: packageVersion() },
+    { pipeline, keys, engineHost, version: packageVersion(), log },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -131,6 +135,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     store,
     keys,
     engineHost,
+    scheduler,
     models,
     close() {
       closing ??= (async () => {

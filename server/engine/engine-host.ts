@@ -23,9 +23,10 @@ function loadingError(): AppError {
 }
 
 /**
- * Counts the requests running on an engine, so a switch can wait for them, and refuses new ones once the
- * engine is retired. Requests that asked for the engine but had not started yet get the 503 a new request
- * gets during a switch.
+ * Counts the generations running on an engine (the one count of them: the scheduler counts tickets, the
+ * pool only marks sequences busy), so a switch can wait for them, and refuses new ones once the engine is
+ * retired. Requests that asked for the engine but had not started yet get the 503 a new request gets
+ * during a switch. Token counting needs no sequence and is not counted.
  */
 class TrackedEngine implements Engine {
   private running = 0;
@@ -42,12 +43,8 @@ class TrackedEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
-    this.enter();
-    try {
-      return await this.inner.countPromptTokens(request);
-    } finally {
-      this.leave();
-    }
+    if (this.retired) throw loadingError();
+    return this.inner.countPromptTokens(request);
   }
 
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
@@ -57,6 +54,10 @@ class TrackedEngine implements Engine {
     } finally {
       this.leave();
     }
+  }
+
+  get isRetired(): boolean {
+    return this.retired;
   }
 
   /** Refuses new work and resolves once the running requests have finished. */
@@ -97,6 +98,7 @@ export class EngineHost {
   private readonly loader: EngineLoader;
   private readonly precheck: ModelPrecheck;
   private readonly log: HostLog;
+  private readonly listeners = new Set<() => void>();
 
   constructor(options: HostOptions = {}) {
     this.loader = options.loader ?? ((o) => LlamaEngine.load(o));
@@ -117,7 +119,7 @@ export class EngineHost {
    * model is still serving.
    */
   load(options: LlamaEngineOptions): Promise<Engine> {
-    const run = this.queue.then(() => this.switchTo(options));
+    const run = this.queue.then(() => this.switchTo(options)).finally(() => this.changed());
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -127,12 +129,14 @@ export class EngineHost {
     const run = this.queue.then(async () => {
       const old = this.current;
       if (!old) return;
-      await old.retire();
+      const drained = old.retire();
+      this.changed();
+      await drained;
       this.current = null;
       this.lastError = null;
       await old.close();
       this.log("info", "Model unloaded.");
-    });
+    }).finally(() => this.changed());
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -154,6 +158,18 @@ export class EngineHost {
     });
   }
 
+  /** Sequences that can run now: the loaded model's, or 0 while none is loaded or one is loading. */
+  capacity(): number {
+    if (this.pending !== null || !this.current || this.current.isRetired) return 0;
+    return this.current.status().model?.sequences ?? 0;
+  }
+
+  /** Calls `listener` whenever capacity() may have changed (a load, switch or unload began or ended). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   /** The model file in use, and the one being loaded. */
   files(): { current: string | null; pending: string | null } {
     return { current: this.current?.options.modelPath || null, pending: this.pending };
@@ -162,10 +178,9 @@ export class EngineHost {
   status(): EngineStatus {
     const base = this.current?.status();
     const gpu = base?.gpu ?? this.gpu;
-    if (this.pending !== null)
-      return { state: "loading", model: base?.model ?? null, gpu, active: base?.active ?? 0, queued: base?.queued ?? 0, error: this.lastError };
+    if (this.pending !== null) return { state: "loading", model: base?.model ?? null, gpu, error: this.lastError };
     if (base) return { ...base, error: this.lastError };
-    return { state: this.lastError ? "error" : "no_model", model: null, gpu, active: 0, queued: 0, error: this.lastError };
+    return { state: this.lastError ? "error" : "no_model", model: null, gpu, error: this.lastError };
   }
 
   /** What the runtime runs on, with free memory as of now; null until a runtime has been loaded. */
@@ -183,7 +198,18 @@ export class EngineHost {
     await this.queue;
     const engine = this.current;
     this.current = null;
+    this.changed();
     await engine?.close();
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.log("error", `A model-state listener failed: ${(err as Error).message}`);
+      }
+    }
   }
 
   private async switchTo(options: LlamaEngineOptions): Promise<Engine> {
@@ -197,6 +223,7 @@ export class EngineHost {
       throw new AppError("invalid_request", this.lastError, { code: "invalid_model_file", cause: err });
     }
     this.pending = options.modelPath;
+    this.changed();
     try {
       if (old) {
         this.log("info", `Switching to ${options.modelPath}: new requests get 503 until it is loaded; running requests finish first.`);

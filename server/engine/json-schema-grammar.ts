@@ -110,6 +110,38 @@ export function jsonSchemaToGbnf(schema: Record<string, unknown> | boolean): str
   }
 }
 
+const GRAMMAR_CACHE_LIMIT = 256;
+const grammarCache = new Map<string, string | UnsupportedSchemaError>();
+
+/**
+ * jsonSchemaToGbnf, remembered by the schema's JSON (agents send the same tool schemas on every request):
+ * the pipeline checks schemas before a request waits for the model, and the engine reuses the grammar.
+ * A schema nested deeper than the converter's stack allows is unsupported, not a crash.
+ */
+export function cachedSchemaGrammar(schema: Record<string, unknown> | boolean): string {
+  let key: string;
+  try {
+    key = JSON.stringify(schema);
+  } catch (err) {
+    if (err instanceof RangeError) throw new UnsupportedSchemaError("the schema is nested too deeply", "");
+    throw err;
+  }
+  let found = grammarCache.get(key);
+  if (found === undefined) {
+    try {
+      found = jsonSchemaToGbnf(schema);
+    } catch (err) {
+      if (err instanceof UnsupportedSchemaError) found = err;
+      else if (err instanceof RangeError) found = new UnsupportedSchemaError("the schema is nested too deeply", "");
+      else throw err;
+    }
+    if (grammarCache.size >= GRAMMAR_CACHE_LIMIT) grammarCache.delete(grammarCache.keys().next().value!);
+  } else grammarCache.delete(key);
+  grammarCache.set(key, found);
+  if (found instanceof UnsupportedSchemaError) throw found;
+  return found;
+}
+
 /** Throws UnsupportedSchemaError when jsonSchemaToGbnf would. */
 export function checkSchemaSupported(schema: Record<string, unknown> | boolean): void {
   jsonSchemaToGbnf(schema);

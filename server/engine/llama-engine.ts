@@ -1,5 +1,5 @@
-// The engine on node-llama-cpp: one model, one context with N sequences, a scheduler over them, and the
-// generation state machine. This folder is the only importer of node-llama-cpp.
+// The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
+// most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
 import { stat } from "node:fs/promises";
 import { availableParallelism, freemem, totalmem } from "node:os";
 import { basename } from "node:path";
@@ -17,7 +17,7 @@ import {
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
-import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
+import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import {
   chooseThreads,
@@ -284,8 +284,6 @@ export class LlamaEngine implements Engine {
       state: this.closed ? "no_model" : "ready",
       model: this.closed ? null : this.info,
       gpu: this.gpu,
-      active: this.pool.active,
-      queued: this.pool.queued,
       error: null,
     };
   }
@@ -309,7 +307,8 @@ export class LlamaEngine implements Engine {
     const breakpointEnd = request.cacheBreakpoints?.length
       ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
-    const lease = await this.pool.acquire(promptTokens, signal);
+    if (signal.aborted) return;
+    const lease = await this.pool.acquire(promptTokens);
     try {
       const generation = runGeneration({
         model: this.model,
@@ -365,7 +364,7 @@ export class LlamaEngine implements Engine {
 
   private schemaGrammar(schema: Record<string, unknown>, param: string): string {
     try {
-      return jsonSchemaToGbnf(schema);
+      return cachedSchemaGrammar(schema);
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
       throw err;

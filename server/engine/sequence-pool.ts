@@ -1,5 +1,7 @@
-// Hands out the context's sequences. A request waits (FIFO) while all are busy, then gets the idle sequence
-// whose cached tokens share the longest prefix with its prompt: that prefix is reused, not evaluated again.
+// Chooses which of the context's sequences serves a prompt. Waiting and counting are the scheduler's job
+// (server/pipeline/scheduler.ts): it never lets more runs in than there are sequences, so a free one is
+// always there. What is left here is the prefix cache: reuse what a sequence already holds, and do not
+// throw away a valuable cache for a small gain.
 import type { LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
 
@@ -10,23 +12,46 @@ export interface SequenceLease {
   release(): void;
 }
 
+/** What a slot offers a prompt: tokens it shares, tokens it holds, and when it was last used. */
+export interface SlotView {
+  shared: number;
+  held: number;
+  lastUsed: number;
+}
+
+/**
+ * How much a cached token that would be erased is worth against a prompt token evaluated now: a cache is
+ * only worth something if a later request continues it, which is likely but not certain.
+ */
+const ERASED_TOKEN_WEIGHT = 0.5;
+
+/**
+ * Picks the slot with the lowest cost: prompt tokens to evaluate now, plus the cached tokens that would be
+ * erased (weighted); ties go to the least recently used. So an empty sequence wins over a 44k-token cache that
+ * shares only 57 tokens with the prompt, while a cache the prompt continues is reused.
+ */
+export function pickSlot(promptLength: number, slots: readonly SlotView[]): number {
+  let best = -1;
+  let bestCost = Number.POSITIVE_INFINITY;
+  slots.forEach((slot, i) => {
+    const shared = Math.min(slot.shared, slot.held);
+    const cost = promptLength - shared + ERASED_TOKEN_WEIGHT * (slot.held - shared);
+    if (cost < bestCost || (cost === bestCost && slot.lastUsed < slots[best]!.lastUsed)) {
+      best = i;
+      bestCost = cost;
+    }
+  });
+  return best;
+}
+
 interface Slot {
   sequence: LlamaContextSequence;
   busy: boolean;
   lastUsed: number;
 }
 
-interface Waiter {
-  tokens: Token[];
-  resolve: (lease: SequenceLease) => void;
-  reject: (err: unknown) => void;
-  signal: AbortSignal;
-  onAbort: () => void;
-}
-
 export class SequencePool {
   private readonly slots: Slot[];
-  private readonly waiters: Waiter[] = [];
   private tick = 0;
   private closed = false;
 
@@ -38,92 +63,42 @@ export class SequencePool {
     return this.slots.length;
   }
 
-  get active(): number {
-    return this.slots.filter((s) => s.busy).length;
-  }
-
-  get queued(): number {
-    return this.waiters.length;
-  }
-
-  acquire(tokens: Token[], signal: AbortSignal): Promise<SequenceLease> {
-    if (this.closed) return Promise.reject(new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 }));
-    if (signal.aborted) return Promise.reject(signal.reason);
-    return new Promise<SequenceLease>((resolve, reject) => {
-      const waiter: Waiter = {
-        tokens,
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(signal.reason);
-        },
-      };
-      signal.addEventListener("abort", waiter.onAbort, { once: true });
-      this.waiters.push(waiter);
-      this.dispatch();
-    });
-  }
-
-  /** Rejects everyone waiting; leases in use stay valid until released. */
-  close(): void {
-    this.closed = true;
-    for (const w of this.waiters.splice(0)) {
-      w.signal.removeEventListener("abort", w.onAbort);
-      w.reject(new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 }));
-    }
-  }
-
-  private dispatch(): void {
-    while (this.waiters.length > 0) {
-      const idle = this.slots.filter((s) => !s.busy);
-      if (idle.length === 0) return;
-      const waiter = this.waiters.shift()!;
-      waiter.signal.removeEventListener("abort", waiter.onAbort);
-      const { slot, shared } = this.pickSlot(idle, waiter.tokens);
-      slot.busy = true;
-      void this.prepare(slot, waiter, shared);
-    }
-  }
-
-  private pickSlot(idle: Slot[], tokens: Token[]): { slot: Slot; shared: number } {
-    let best = idle[0]!;
-    let bestShared = -1;
-    for (const slot of idle) {
-      const shared = slot.sequence.compareContextTokens(tokens).firstDifferentIndex;
-      // Longest shared prefix wins; on a tie take the least recently used, keeping warm caches for others.
-      if (shared > bestShared || (shared === bestShared && slot.lastUsed < best.lastUsed)) {
-        best = slot;
-        bestShared = shared;
-      }
-    }
-    return { slot: best, shared: Math.max(0, bestShared) };
-  }
-
-  private async prepare(slot: Slot, waiter: Waiter, shared: number): Promise<void> {
+  /** A free sequence for this prompt, its reusable prefix kept and the rest of its cache erased. */
+  async acquire(tokens: Token[]): Promise<SequenceLease> {
+    if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { code: "model_loading", retryAfter: 5 });
+    const idle = this.slots.filter((s) => !s.busy);
+    // The scheduler admits at most one run per sequence; reaching this is a bug, not a busy server.
+    if (idle.length === 0) throw new AppError("internal", "No free sequence: more runs reached the engine than it has sequences.");
+    const views = idle.map((s) => ({
+      shared: s.sequence.nextTokenIndex === 0 ? 0 : s.sequence.compareContextTokens(tokens).firstDifferentIndex,
+      held: s.sequence.nextTokenIndex,
+      lastUsed: s.lastUsed,
+    }));
+    const choice = pickSlot(tokens.length, views);
+    const slot = idle[choice]!;
+    slot.busy = true;
     // At least one prompt token must be evaluated to get logits for the first generated token.
-    const keep = Math.min(shared, Math.max(0, waiter.tokens.length - 1));
+    const keep = Math.min(views[choice]!.shared, Math.max(0, tokens.length - 1));
     try {
-      const seq = slot.sequence;
-      if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
-      let released = false;
-      waiter.resolve({
-        sequence: seq,
-        cachedTokens: keep,
-        release: () => {
-          if (released) return;
-          released = true;
-          slot.busy = false;
-          slot.lastUsed = ++this.tick;
-          this.dispatch();
-        },
-      });
+      if (slot.sequence.nextTokenIndex > keep) await slot.sequence.eraseContextTokenRanges([{ start: keep, end: slot.sequence.nextTokenIndex }]);
     } catch (err) {
       slot.busy = false;
-      waiter.reject(err);
-      this.dispatch();
+      throw err;
     }
+    let released = false;
+    return {
+      sequence: slot.sequence,
+      cachedTokens: keep,
+      release: () => {
+        if (released) return;
+        released = true;
+        slot.busy = false;
+        slot.lastUsed = ++this.tick;
+      },
+    };
+  }
+
+  close(): void {
+    this.closed = true;
   }
 }

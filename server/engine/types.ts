@@ -88,9 +88,6 @@ export interface EngineStatus {
   state: EngineState;
   model: LoadedModelInfo | null;
   gpu: GpuInfo | null;
-  /** Requests generating now, and waiting for a free sequence. */
-  active: number;
-  queued: number;
   error: string | null;
 }
 
@@ -100,6 +97,7 @@ export interface Engine {
    * Runs one generation. The first event is `start` (prompt evaluated), the last is `done`. Throws AppError
    * (before the first event) for requests the model cannot take, e.g. a prompt longer than the context.
    * Aborting the signal stops generation and frees the sequence; the generator then ends without `done`.
+   * Callers run at most `status().model.sequences` generations at once (the pipeline's scheduler sees to it).
    */
   generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void>;
   /** Exact prompt token count for a request, without generating. */

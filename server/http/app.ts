@@ -1,20 +1,26 @@
-// Builds the Fastify app: request ids, the host check, body parsing and limits, the 404 policy, the
-// keyless endpoints, and one plugin per surface (each with its own error format).
+// Builds the Fastify app as plugins in a fixed order:
+//   1. CORS (browsers on this machine and the desktop window),
+//   2. the request context (id, area, timing, Host check, observers such as the audit),
+//   3. body parsing and the 404 policy,
+//   4. the keyless endpoints (/health, /v1/messages/_health, /v1/models),
+//   5. the key scope: one auth hook (key per surface, X-Timezone), the rate headers, then one plugin per
+//      surface or feature, each with its own error format.
 import { freemem, totalmem } from "node:os";
 import { basename } from "node:path";
 import cors from "@fastify/cors";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
-import { isLoopbackHost } from "../core/loopback.js";
 import { newId } from "../core/ids.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
-import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
-import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
 import { modelObject } from "../surfaces/models.js";
-import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
+import { requireKey } from "./auth.js";
 import type { ServerDeps } from "./context.js";
-import { fastifyErrorToAppError } from "./fastify-errors.js";
+import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
+import { describeError } from "./inference.js";
+import { rateHeaders } from "./limits.js";
+import { hostAllowed, requestContext } from "./request-context.js";
 
 export const BODY_LIMIT_BYTES = 50 * 1024 * 1024;
 
@@ -24,14 +30,6 @@ export interface AppOptions {
   logger?: boolean | Record<string, unknown>;
   /** Browser origins allowed besides the default ones (see corsOriginAllowed); "*" allows every origin. */
   corsOrigins?: readonly string[];
-}
-
-function hostAllowed(hostHeader: string | undefined): boolean {
-  if (!hostHeader) return true; // HTTP/1.0 clients; nothing to rebind
-  let host = hostHeader.trim().toLowerCase();
-  if (host.startsWith("[")) host = host.slice(0, host.indexOf("]") + 1);
-  else host = host.replace(/:\d+$/, "");
-  return isLoopbackHost(host);
 }
 
 /**
@@ -52,13 +50,8 @@ export function corsOriginAllowed(origin: string, extra: readonly string[] = [])
   return hostAllowed(url.host);
 }
 
-/** Which error format a path speaks: the Messages surface's, or OpenAI's (everything else). */
-export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
-  if (error.retryAfter !== undefined) reply.header("retry-after", String(Math.ceil(error.retryAfter)));
-  reply.code(error.status).type("application/json; charset=utf-8");
-  if (request.url.startsWith("/v1/messages")) return reply.send(encodeAnthropicError(error, request.id));
-  return reply.send(encodeOpenAIError(error));
-}
+/** A plugin registered inside the key scope, answering errors in the given format. */
+export type KeyedPlugin = (scope: FastifyInstance, deps: ServerDeps) => Promise<void>;
 
 export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -71,27 +64,30 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
 
-  app.decorateRequest("principal", null);
+  const logError: ErrorLog = (request: FastifyRequest, error: unknown, appError: AppError) => {
+    const line = `${request.id} ${request.method} ${request.url.split("?")[0]} → ${appError.status}: ${describeError(error)}`;
+    if (deps.log) deps.log("error", line);
+    else request.log.error({ err: error }, "request failed");
+  };
 
+  // 1. CORS
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin === undefined || corsOriginAllowed(origin, options.corsOrigins)),
     methods: ["GET", "POST", "DELETE", "OPTIONS"],
-    exposedHeaders: ["x-request-id", "request-id", "retry-after"],
+    exposedHeaders: ["x-request-id", "request-id", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"],
     maxAge: 600,
     strictPreflight: false,
   });
 
-  app.addHook("onRequest", async (request, reply) => {
-    reply.header("x-request-id", request.id);
-    // The Anthropic SDK reads request-id; OpenAI's reads x-request-id.
-    reply.header("request-id", request.id);
-    if (options.allowedHosts !== "any" && !hostAllowed(request.headers.host))
-      throw new AppError("permission", `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`, {
-        code: "host_not_allowed",
-      });
+  // 2. Request context
+  requestContext(app, {
+    allowedHosts: options.allowedHosts ?? "loopback",
+    observers: deps.observers ?? [],
+    onObserverError: (err) => deps.log?.("error", `A request observer failed: ${describeError(err)}`),
   });
 
-  // Clients that forget the Content-Type (curl -d sends form encoding) still send JSON; parse it as such.
+  // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
+  // send JSON; parse it as such.
   app.removeContentTypeParser("text/plain");
   app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
@@ -102,25 +98,15 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
       done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
     }
   });
+  // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
+  app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
+  app.setNotFoundHandler(notFound);
 
-  app.setErrorHandler((error, request, reply) => {
-    const appError = fastifyErrorToAppError(error as Error);
-    if (appError.status >= 500) request.log.error({ err: error }, "request failed");
-    return sendError(request, reply, appError);
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split("?")[0]!;
-    const message =
-      path.startsWith("/v1/") || path === "/health"
-        ? `Unknown endpoint: ${request.method} ${path}.`
-        : `Not found: only /v1/* and /health are served (got ${path}).`;
-    return sendError(request, reply, new AppError("not_found", message, { code: "not_found" }));
-  });
-
+  // 4. Keyless endpoints
   const health = async () => {
     const status = deps.engineHost.status();
     const files = deps.engineHost.files();
+    const queue = deps.pipeline.scheduler.stats();
     // Free memory as of now (the model's own status holds the figures from when it loaded).
     const gpu = await deps.engineHost.gpuNow();
     return {
@@ -148,7 +134,13 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
           }
         : null,
       memory: { ram_total_bytes: totalmem(), ram_free_bytes: freemem() },
-      requests: { active: status.active, queued: status.queued },
+      requests: {
+        active: queue.running,
+        queued: queue.waiting,
+        by_class: queue.byClass,
+        account_limit: deps.pipeline.scheduler.accountLimit(),
+        queue_limit: deps.pipeline.scheduler.maxQueue,
+      },
     };
   };
   app.get("/health", async () => health());
@@ -162,8 +154,20 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     return found;
   });
 
-  await app.register(async (scope) => registerChatRoutes(scope, deps));
-  await app.register(async (scope) => registerResponsesRoutes(scope, deps));
-  await app.register(async (scope) => registerMessagesRoutes(scope, deps));
+  // 5. Key endpoints
+  const surfaces: Array<[KeyedPlugin, "openai" | "anthropic"]> = [
+    [registerChatRoutes, "openai"],
+    [registerResponsesRoutes, "openai"],
+    [registerMessagesRoutes, "anthropic"],
+  ];
+  await app.register(async (keyed) => {
+    requireKey(keyed, deps);
+    rateHeaders(keyed, deps.pipeline.scheduler);
+    for (const [plugin, format] of surfaces)
+      await keyed.register(async (scope) => {
+        useErrorFormat(scope, format, logError);
+        await plugin(scope, deps);
+      });
+  });
   return app;
 }

@@ -1,17 +1,77 @@
-// What routes need from the rest of the server.
+// What routes need from the rest of the server, and what the server knows about each request as it runs.
+import type { Mode, StopReason, Usage } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
+import type { WorkClass } from "../pipeline/scheduler.js";
+
+/** Which part of the API a path belongs to; it picks the key header, the error format and the audit label. */
+export type ApiArea = "chat" | "responses" | "messages" | "batches" | "files" | "audit" | "agent" | "models" | "health" | "other";
+
+/** What an inference did, filled in as it runs (for the audit record; never any content). */
+export interface InferenceFacts {
+  /** The model name the client sent. */
+  model?: string;
+  mode?: Mode;
+  sessionId?: string;
+  /** Time waiting for a sequence, ms. */
+  queuedMs?: number;
+  /** From the request's arrival to the first generated token, ms. */
+  ttftMs?: number;
+  usage?: Usage;
+  stopReason?: StopReason;
+}
+
+export interface RequestContext {
+  /** Also sent as X-Request-Id. */
+  id: string;
+  /** Epoch ms when the request arrived. */
+  receivedAt: number;
+  /** performance.now() when the request arrived, for durations. */
+  startedAt: number;
+  method: string;
+  /** The path without the query string. */
+  path: string;
+  area: ApiArea;
+  /** Set by the auth hook on key endpoints. */
+  principal: Principal | null;
+  /** IANA zone from X-Timezone (default UTC): usage windows and per-day statistics use it. */
+  timezone: string;
+  workClass: WorkClass;
+  inference: InferenceFacts;
+  /** The error code the response carried, if it was an error. */
+  errorCode?: string;
+  /** Set when a batch or agent run is involved. */
+  batchId?: string;
+  runId?: string;
+}
+
+/** How a request ended, for observers (the audit record). */
+export interface RequestOutcome {
+  statusCode: number;
+  durationMs: number;
+  /** The client left before the response was complete. */
+  aborted: boolean;
+}
+
+/** Called once per request after its response ended; must not throw (failures are logged and ignored). */
+export type RequestObserver = (ctx: RequestContext, outcome: RequestOutcome) => void;
 
 export interface ServerDeps {
   pipeline: InferencePipeline;
   keys: KeysService;
   engineHost: EngineHost;
   version: string;
+  /** Sees every finished request: the audit feature records key requests here. */
+  observers?: RequestObserver[];
+  /** How long a stream may wait (queue, prompt) before its first keep-alive comment; default KEEPALIVE_MS. */
+  sseKeepAliveMs?: number;
+  /** The server's log; every 5xx is written here with its request id. */
+  log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
 
 declare module "fastify" {
   interface FastifyRequest {
-    principal: Principal | null;
+    ctx: RequestContext;
   }
 }

@@ -1,12 +1,14 @@
 // Server-sent events over a hijacked Fastify reply: headers written once, frames written with
-// backpressure, comment keep-alives while the model is quiet, and the client's disconnect reported.
+// backpressure, comment keep-alives while the model is quiet (or the request waits for a sequence or for
+// its prompt to be read), and the client's disconnect reported.
 //
 // Frames are written at once when the stream has been quiet for FLUSH_MS; a burst (a fast model can make
 // a token every millisecond) is gathered and written every FLUSH_MS instead. Typical models (10-100
 // tokens/s) see every token sent the moment it exists; very fast ones cost the client fewer wake-ups.
 import type { FastifyReply } from "fastify";
 
-const KEEPALIVE_MS = 15_000;
+/** Clients with idle timeouts (30 s and more is common) see a comment at least this often. */
+export const KEEPALIVE_MS = 10_000;
 const FLUSH_MS = 8;
 
 export class SseResponse {
@@ -17,13 +19,23 @@ export class SseResponse {
   private lastWrite = Date.now();
   private drained: Promise<void> | null = null;
   private ended = false;
+  private opened = false;
 
   constructor(
     private readonly reply: FastifyReply,
-    private readonly headers: Record<string, string>,
+    /** The headers to send besides SSE's own, read when the stream opens. */
+    private readonly headers: () => Record<string, string>,
+    private readonly keepAliveMs = KEEPALIVE_MS,
   ) {}
 
+  get isOpen(): boolean {
+    return this.opened;
+  }
+
+  /** Commits to a 200 event stream: sends the headers. Idempotent. */
   open(): void {
+    if (this.opened) return;
+    this.opened = true;
     this.reply.hijack();
     const raw = this.reply.raw;
     raw.writeHead(200, {
@@ -31,12 +43,12 @@ export class SseResponse {
       "cache-control": "no-cache",
       connection: "keep-alive",
       "x-accel-buffering": "no",
-      ...this.headers,
+      ...this.headers(),
     });
     raw.flushHeaders();
     this.keepalive = setInterval(() => {
-      if (Date.now() - this.lastWrite >= KEEPALIVE_MS) void this.write(": keepalive\n\n");
-    }, KEEPALIVE_MS / 3);
+      if (Date.now() - this.lastWrite >= this.keepAliveMs) void this.write(": keepalive\n\n");
+    }, this.keepAliveMs / 3);
     this.keepalive.unref();
     raw.on("close", () => this.stopTimers());
   }
@@ -47,6 +59,7 @@ export class SseResponse {
   }
 
   async write(frame: string): Promise<void> {
+    this.open();
     if (this.closed) return;
     this.lastWrite = Date.now();
     this.pending.push(frame);
@@ -57,6 +70,7 @@ export class SseResponse {
   }
 
   end(): void {
+    if (!this.opened) return;
     this.flush();
     this.stopTimers();
     if (this.ended) return;

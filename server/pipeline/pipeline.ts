@@ -1,5 +1,6 @@
-// Runs one inference for any caller (the three HTTP surfaces, batches, agent runs): policy, content
-// resolution, the engine call, and the result's derived fields. Surfaces only translate.
+// Runs one inference for any caller (the three HTTP surfaces, batches, agent runs): schema checks, policy,
+// content resolution, a ticket from the scheduler, the engine call, and the result's derived fields.
+// Surfaces only translate.
 import { randomInt } from "node:crypto";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { readAhead } from "../core/read-ahead.js";
@@ -13,14 +14,36 @@ import type {
   Trace,
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
-import type { CacheBreakpoint, EngineOutcome, EngineRequest } from "../engine/types.js";
+import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
+import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
+import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { estimateTokens } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
   readonly first: Extract<InferenceEvent, { type: "start" }>;
+  /** How long the run waited for a sequence, ms. */
+  readonly queuedMs: number;
+}
+
+/** Who runs an inference and how it may be stopped. */
+export interface RunOptions {
+  /** Aborting stops the run: a waiting run leaves the queue, a generating one stops within a token. */
+  signal: AbortSignal;
+  /** Limits and fairness are per account. */
+  accountId: string;
+  /** interactive (HTTP surfaces, the window), agent (agent steps) or batch (batch items). Default interactive. */
+  workClass?: WorkClass;
+}
+
+export type PipelineLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+
+export interface PipelineOptions {
+  /** Defaults to a scheduler over the host's sequences with the default limits. */
+  scheduler?: Scheduler;
+  log?: PipelineLog;
 }
 
 /** Sampling when a request sets none: moderate, because small local models ramble at temperature 1. */
@@ -30,18 +53,56 @@ const STRICT_REFUSAL_INSTRUCTION =
   "Refusal policy (strict): if a request is unsafe, asks for something you cannot do reliably, or you are not " +
   "sure of the answer, refuse briefly and say why instead of guessing.";
 
+/** A scheduler over the host's sequences; waiters get the host's own 503 when the model goes away. */
+export function schedulerForHost(host: EngineHost, limits: { accountLimit?: number; maxQueue?: number } = {}): Scheduler {
+  const scheduler = new Scheduler({
+    capacity: () => host.capacity(),
+    ...limits,
+    unavailable: () => {
+      try {
+        host.engine();
+      } catch (err) {
+        if (err instanceof AppError) return err;
+      }
+      return new AppError("unavailable", "The model is loading; try again shortly.", { code: "model_loading", retryAfter: 5 });
+    },
+  });
+  host.onChange(() => scheduler.refresh());
+  return scheduler;
+}
+
 export class InferencePipeline {
-  constructor(private readonly host: EngineHost) {}
+  readonly scheduler: Scheduler;
+  private readonly log: PipelineLog;
+
+  constructor(
+    private readonly host: EngineHost,
+    options: PipelineOptions = {},
+  ) {
+    this.scheduler = options.scheduler ?? schedulerForHost(host);
+    this.log = options.log ?? (() => undefined);
+  }
 
   /**
-   * Starts a run and waits for its first event, so that errors before generation (no model, prompt too
-   * long, bad schema) reach the caller as exceptions, before any response byte is sent.
+   * Starts a run and waits for its first event, so that errors before generation (bad schema, no model,
+   * over the limits, prompt too long) reach the caller as exceptions, before any response byte is sent.
    */
-  async open(request: InferenceRequest, signal: AbortSignal): Promise<InferenceStream> {
-    const engine = this.host.engine();
+  async open(request: InferenceRequest, options: RunOptions): Promise<InferenceStream> {
+    const { signal } = options;
+    checkSchemas(request);
+    // No model: say so now rather than after a wait in the queue.
+    this.host.engine();
     const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
-    const events = engine.generate(engineRequest, signal);
-    const first = await events.next();
+    const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
+    let events: AsyncGenerator<EngineEvent, void, void>;
+    let first: IteratorResult<EngineEvent, void>;
+    try {
+      events = holdingTicket(this.host.engine().generate(engineRequest, signal), ticket);
+      first = await events.next();
+    } catch (err) {
+      ticket.release();
+      throw err;
+    }
     if (first.done || first.value.type !== "start") {
       if (signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
       throw new AppError("internal", "The engine ended without starting a generation.");
@@ -49,12 +110,14 @@ export class InferencePipeline {
     const start = first.value;
     // The engine generates ahead while the caller encodes and writes what it already has.
     const ahead = readAhead(events);
+    const log = this.log;
     return {
       first: start,
+      queuedMs: ticket.waitedMs,
       async *[Symbol.asyncIterator]() {
         yield start;
         for await (const event of ahead) {
-          if (event.type === "done") yield { type: "done", result: finishResult(request, event.outcome) };
+          if (event.type === "done") yield { type: "done", result: finishResult(request, event.outcome, log) };
           else yield event;
         }
       },
@@ -62,9 +125,10 @@ export class InferencePipeline {
   }
 
   /** Runs to the end and returns the result (non-streaming callers). */
-  async complete(request: InferenceRequest, signal: AbortSignal): Promise<InferenceResult> {
-    const stream = await this.open(request, signal);
+  async complete(request: InferenceRequest, options: RunOptions): Promise<InferenceResult> {
+    const stream = await this.open(request, options);
     for await (const event of stream) if (event.type === "done") return event.result;
+    if (options.signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
     throw new AppError("internal", "The generation ended without a result.");
   }
 
@@ -77,6 +141,32 @@ export class InferencePipeline {
   async estimateInputTokens(request: InferenceRequest): Promise<number> {
     return estimateTokens(await resolveContent(request.messages), request.tools);
   }
+}
+
+/** Gives the ticket back when the engine's run ends, however it ends (done, error, abort, or return()). */
+async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, ticket: Ticket): AsyncGenerator<EngineEvent, void, void> {
+  try {
+    yield* events;
+  } finally {
+    ticket.release();
+  }
+}
+
+/**
+ * Compiles the output and tool schemas into grammars (cached by schema), so a schema the server cannot
+ * honour is a 400 whether or not a model is loaded, and before the request waits for a sequence.
+ */
+export function checkSchemas(request: InferenceRequest): void {
+  const check = (schema: Record<string, unknown>, param: string) => {
+    try {
+      cachedSchemaGrammar(schema);
+    } catch (err) {
+      if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
+      throw err;
+    }
+  };
+  if (request.output.type === "json_schema") check(request.output.schema, request.output.param ?? "response_format");
+  if (request.toolChoice.type !== "none") request.tools.forEach((tool, i) => check(tool.parameters, tool.param ?? `tools[${i}].parameters`));
 }
 
 /** Spec: at most 4 cache breakpoints are kept; the first 4 in request order (tools, then messages). */
@@ -155,7 +245,8 @@ function applyRefusalMode(messages: CanonicalMessage[], request: InferenceReques
   return [{ role: "system", content: [{ type: "text", text: STRICT_REFUSAL_INSTRUCTION }] }, ...messages];
 }
 
-function finishResult(request: InferenceRequest, outcome: EngineOutcome): InferenceResult {
+function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog): InferenceResult {
+  checkOutput(request, outcome, log);
   const result: InferenceResult = {
     mode: outcome.mode,
     text: outcome.text,
@@ -168,6 +259,41 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome): Infere
   };
   if (request.glassbox) result.trace = buildTrace(request, outcome);
   return result;
+}
+
+/**
+ * The grammar guarantees schema-valid JSON; this checks the guarantee held before anything is returned as
+ * finished. A violation is our bug: it is logged with what failed, and the caller gets an error saying so
+ * instead of JSON that silently breaks its parser. Output cut by max_tokens is incomplete by design.
+ */
+export function checkOutput(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog): void {
+  const failures: string[] = [];
+  if (request.output.type === "json_schema" && outcome.stopReason !== "max_tokens" && outcome.toolCalls.length === 0) {
+    const problem = jsonProblem(request.output.schema, outcome.text);
+    if (problem) failures.push(`the answer ${problem}`);
+  }
+  const complete = outcome.stopReason === "max_tokens" ? outcome.toolCalls.slice(0, -1) : outcome.toolCalls;
+  for (const call of complete) {
+    const tool = request.tools.find((t) => t.name === call.name);
+    const problem = tool ? jsonProblem(tool.parameters, call.arguments) : "names a tool that was not offered";
+    if (problem) failures.push(`the arguments of the call to '${call.name}' ${problem}`);
+  }
+  if (failures.length === 0) return;
+  log("error", `Structured output failed its own schema (a server bug; please report it): ${failures.join("; ")}.`);
+  throw new AppError("internal", `The server produced output that does not satisfy the requested schema (${failures.join("; ")}). This is a server bug; retry, or report it with the request id.`, {
+    code: "output_validation_failed",
+  });
+}
+
+function jsonProblem(schema: Record<string, unknown>, text: string): string | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return "is not valid JSON";
+  }
+  const result = validateJsonAgainstSchema(schema, value);
+  return result.valid ? null : `does not match the schema (${result.errors.slice(0, 3).join("; ")})`;
 }
 
 function buildTrace(request: InferenceRequest, outcome: EngineOutcome): Trace {

@@ -21,8 +21,6 @@ class NamedEngine implements Engine {
       state: "ready",
       model: { path: this.file, name: this.file, sizeBytes: 1, trainContextSize: 4096, contextSize: 4096, sequences: 2, threads: 1 },
       gpu: { backend: "cpu", devices: [], vramTotalBytes: 0, vramFreeBytes: 0 },
-      active: this.running,
-      queued: 0,
       error: null,
     };
   }

@@ -166,7 +166,7 @@ describe("parameter validation", () => {
 
 describe("mapping to the engine", () => {
   it("instructions, items, tools (function tools only), choice, format, effort, limits and sampling", async () => {
-    engine.script = () => answer("Ok.");
+    engine.script = () => answer('{"city":"Oslo"}');
     const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
     const res = await post({
       model: "svc-preview",

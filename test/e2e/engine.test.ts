@@ -1,7 +1,12 @@
-// The real engine on the tiny model, without HTTP: scheduling, cancellation and the generation state machine.
+// The real engine on the tiny model, without HTTP: cancellation, the prefix cache and the generation state
+// machine; and the pipeline's scheduler in front of it (queueing, classes, cancellation while waiting).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
+import type { InferenceRequest } from "../../server/core/inference.js";
+import { EngineHost } from "../../server/engine/engine-host.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
+import { InferencePipeline } from "../../server/pipeline/pipeline.js";
+import type { WorkClass } from "../../server/pipeline/scheduler.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
 
 let engine: LlamaEngine;
@@ -65,34 +70,8 @@ describe("LlamaEngine", () => {
     expect(seen.some((e) => e.type === "done")).toBe(false);
     expect(seen.length).toBeLessThan(10);
     expect(Date.now() - started).toBeLessThan(1500);
-    expect(engine.status()).toMatchObject({ active: 0, queued: 0 });
     // The freed sequence serves the next request.
     expect((await collect(base)).at(-1)!.type).toBe("done");
-  });
-
-  it("queues a second request while the only sequence is busy, then serves it", async () => {
-    const first = collect({ ...longJson, maxTokens: 300 });
-    await new Promise((r) => setTimeout(r, 20));
-    const second = collect(base);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(engine.status()).toMatchObject({ active: 1, queued: 1 });
-    const [a, b] = await Promise.all([first, second]);
-    expect(a.at(-1)).toMatchObject({ type: "done", outcome: { stopReason: "max_tokens" } });
-    expect(b.at(-1)).toMatchObject({ type: "done", outcome: { stopReason: "end_turn" } });
-    expect(engine.status()).toMatchObject({ active: 0, queued: 0 });
-  });
-
-  it("a waiting request that is cancelled leaves the queue", async () => {
-    const first = collect({ ...longJson, maxTokens: 200 });
-    await new Promise((r) => setTimeout(r, 20));
-    const controller = new AbortController();
-    const waiting = collect(base, controller.signal).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 10));
-    expect(engine.status().queued).toBe(1);
-    controller.abort(new Error("gone"));
-    expect(await waiting).toBeInstanceOf(Error);
-    expect(engine.status().queued).toBe(0);
-    await first;
   });
 
   it("reuses the cached prefix of an identical prompt, all but the last token", async () => {
@@ -125,3 +104,65 @@ describe("LlamaEngine", () => {
     expect(done.outcome.usage.completionTokens).toBeLessThanOrEqual(4);
   });
 });
+
+describe("the scheduler in front of the engine (one sequence)", () => {
+  const request = (text: string, maxTokens?: number): InferenceRequest => ({
+    surface: "chat",
+    messages: [{ role: "user", content: [{ type: "text", text }] }],
+    tools: [],
+    toolChoice: { type: "auto" },
+    output: maxTokens ? longJson.output : { type: "text" },
+    reasoning: { mode: "fast", budgetTokens: 0, effort: "none" },
+    ...(maxTokens ? { maxTokens } : {}),
+    stopSequences: [],
+    sampling: { temperature: 0 },
+  });
+  let pipeline: InferencePipeline;
+  beforeAll(() => {
+    pipeline = new InferencePipeline(EngineHost.of(engine));
+  });
+
+  it("queues a second request while the only sequence is busy, then serves it", async () => {
+    const first = pipeline.complete(request("Hello", 300), { signal: new AbortController().signal, accountId: "a" });
+    await until(() => pipeline.scheduler.stats().running === 1);
+    const second = pipeline.complete(request("Hello"), { signal: new AbortController().signal, accountId: "b" });
+    await until(() => pipeline.scheduler.stats().waiting === 1);
+    expect(pipeline.scheduler.stats()).toMatchObject({ running: 1, waiting: 1 });
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.stopReason).toBe("max_tokens");
+    expect(b.stopReason).toBe("end_turn");
+    expect(pipeline.scheduler.stats()).toMatchObject({ running: 0, waiting: 0 });
+  });
+
+  it("a waiting request that is cancelled leaves the queue at once", async () => {
+    const first = pipeline.complete(request("Hello", 200), { signal: new AbortController().signal, accountId: "a" });
+    await until(() => pipeline.scheduler.stats().running === 1);
+    const controller = new AbortController();
+    const waiting = pipeline.complete(request("Hello"), { signal: controller.signal, accountId: "a" }).catch((e: unknown) => e);
+    await until(() => pipeline.scheduler.stats().waiting === 1);
+    controller.abort(new Error("gone"));
+    expect(await waiting).toMatchObject({ message: "gone" });
+    expect(pipeline.scheduler.stats().waiting).toBe(0);
+    await first;
+  });
+
+  it("with one sequence, an interactive request sent during a flood of batch work starts next", async () => {
+    const order: string[] = [];
+    const run = (name: string, workClass: WorkClass) =>
+      pipeline.open(request(name, workClass === "batch" ? 200 : undefined), { signal: new AbortController().signal, accountId: "a", workClass }).then(async (stream) => {
+        order.push(name);
+        for await (const _ of stream) void _;
+      });
+    const batch = Array.from({ length: 6 }, (_, i) => run(`batch ${i}`, "batch"));
+    await until(() => order.length === 1);
+    const chat = run("chat", "interactive");
+    await Promise.all([...batch, chat]);
+    expect(order.slice(0, 2)).toEqual(["batch 0", "chat"]);
+    expect(order).toHaveLength(7);
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!condition()) throw new Error("timed out");
+}

@@ -48,8 +48,6 @@ export class FakeEngine implements Engine {
       state: "ready",
       model: { path: "/models/fake.gguf", name: "fake", sizeBytes: 1, trainContextSize: 4096, contextSize: 4096, sequences: 1, threads: 1 },
       gpu: { backend: "cpu", devices: [], vramTotalBytes: 0, vramFreeBytes: 0 },
-      active: 0,
-      queued: 0,
       error: null,
     };
   }

@@ -5,7 +5,8 @@ import { EngineHost } from "../../server/engine/engine-host.js";
 import type { Engine } from "../../server/engine/types.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
 import { buildApp } from "../../server/http/app.js";
-import { InferencePipeline } from "../../server/pipeline/pipeline.js";
+import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
+import { InferencePipeline, schedulerForHost } from "../../server/pipeline/pipeline.js";
 import { Store } from "../../server/store/store.js";
 import { tempDataDir } from "./svc-process.js";
 
@@ -17,13 +18,30 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+export interface TestAppOptions {
+  accountLimit?: number;
+  maxQueue?: number;
+  observers?: RequestObserver[];
+  sseKeepAliveMs?: number;
+  log?: ServerDeps["log"];
+}
+
 /** `engine` is wrapped in a host of its own; pass an EngineHost to drive loading and switching yourself. */
-export async function buildTestApp(engine: Engine | EngineHost | null): Promise<TestApp> {
+export async function buildTestApp(engine: Engine | EngineHost | null, options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = tempDataDir();
   const store = Store.open(dataDir);
   const keys = new KeysService(store);
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
-  const app = await buildApp({ pipeline: new InferencePipeline(host), keys, engineHost: host, version: "test" });
+  const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
+  const app = await buildApp({
+    pipeline: new InferencePipeline(host, { scheduler, log: options.log }),
+    keys,
+    engineHost: host,
+    version: "test",
+    observers: options.observers,
+    sseKeepAliveMs: options.sseKeepAliveMs,
+    log: options.log,
+  });
   const key = keys.create().key;
   return {
     app,

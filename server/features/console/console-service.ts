@@ -28,7 +28,7 @@ export const WINDOW_KEY_NAME = "Desktop window";
 export const LAN_EXPOSURE_SETTING = "lan_exposure";
 
 export interface ConsoleServiceOptions {
-  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "models" | "engineHost" | "app">;
+  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "models" | "engineHost" | "scheduler" | "app">;
   host: string;
   dataDir: string;
   version: string;
@@ -91,6 +91,7 @@ export class ConsoleService implements ConsoleApi {
     const status = this.server.engineHost.status();
     const files = this.server.engineHost.files();
     const hardware = await this.server.models.hardware();
+    const queue = this.server.scheduler.stats();
     return {
       model: {
         state: status.state,
@@ -109,7 +110,7 @@ export class ConsoleService implements ConsoleApi {
       cpuCores: hardware.cpuCores,
       ramTotalBytes: hardware.ramTotalBytes,
       ramFreeBytes: hardware.ramFreeBytes,
-      requests: { active: status.active, queued: status.queued },
+      requests: { active: queue.running, queued: queue.waiting },
     };
   }
 

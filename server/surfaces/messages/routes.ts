@@ -1,11 +1,9 @@
-// POST /v1/messages and POST /v1/messages/count_tokens. Errors take the Anthropic shape through the app's
-// error handler (sendError picks it for /v1/messages paths).
+// POST /v1/messages and POST /v1/messages/count_tokens.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { AppError, invalidRequest } from "../../core/errors.js";
+import { invalidRequest } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { anthropicKey } from "../../http/auth.js";
 import type { ServerDeps } from "../../http/context.js";
-import { abortOnDisconnect, sendEventStream } from "../../http/streaming.js";
+import { serveInference } from "../../http/inference.js";
 import { decodeCountTokensRequest, decodeMessagesRequest } from "./decode.js";
 import { encodeMessagesResponse } from "./encode.js";
 import { CountTokensRequestSchema, MessagesRequestSchema, type CountTokensRequestBody, type MessagesRequestBody } from "./schema.js";
@@ -32,33 +30,22 @@ export function checkVersionHeaders(request: FastifyRequest): void {
 }
 
 export async function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): Promise<void> {
-  // Authentication comes before validation: a bad key is a 401 whatever the body says.
-  const authenticate = async (request: FastifyRequest) => {
-    request.principal = deps.keys.authenticate(anthropicKey(request));
-    checkVersionHeaders(request);
-  };
+  // After the key check (a hook of the key scope), before the body is validated.
+  app.addHook("onRequest", async (request) => checkVersionHeaders(request));
 
-  app.post<{ Body: MessagesRequestBody }>(
-    "/v1/messages",
-    { schema: { body: MessagesRequestSchema }, onRequest: authenticate },
-    async (request, reply) => {
-      const decoded = decodeMessagesRequest(request.body);
-      const envelope = { id: newId("msg_"), model: decoded.model, thinkingDisplay: decoded.thinkingDisplay };
-      const disconnect = abortOnDisconnect(reply);
-      try {
-        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal);
-        if (decoded.stream) return await sendEventStream(reply, stream, new MessagesStreamEncoder(envelope, request.id));
-        for await (const event of stream) if (event.type === "done") return encodeMessagesResponse(event.result, envelope);
-        throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
-      } finally {
-        disconnect.dispose();
-      }
-    },
-  );
+  app.post<{ Body: MessagesRequestBody }>("/v1/messages", { schema: { body: MessagesRequestSchema } }, async (request, reply) => {
+    const decoded = decodeMessagesRequest(request.body);
+    const envelope = { id: newId("msg_"), model: decoded.model, thinkingDisplay: decoded.thinkingDisplay };
+    return serveInference(request, reply, deps, {
+      inference: decoded.inference,
+      model: decoded.model,
+      stream: decoded.stream,
+      encoder: () => new MessagesStreamEncoder(envelope, request.id),
+      encode: (result) => encodeMessagesResponse(result, envelope),
+    });
+  });
 
-  app.post<{ Body: CountTokensRequestBody }>(
-    "/v1/messages/count_tokens",
-    { schema: { body: CountTokensRequestSchema }, onRequest: authenticate },
-    async (request) => ({ input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body)) }),
-  );
+  app.post<{ Body: CountTokensRequestBody }>("/v1/messages/count_tokens", { schema: { body: CountTokensRequestSchema } }, async (request) => ({
+    input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body)),
+  }));
 }

@@ -1,0 +1,47 @@
+// One place where an AppError becomes a response: each surface plugin installs the handler for its own
+// vendor's error format (Fastify error handlers are encapsulated per plugin), and the 404 policy picks the
+// format from the path.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { AppError } from "../core/errors.js";
+import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
+import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+import { fastifyErrorToAppError } from "./fastify-errors.js";
+
+export type ErrorFormat = "openai" | "anthropic";
+
+/** Paths under /v1/messages speak Anthropic's error format; every other path OpenAI's. */
+export function errorFormatOf(path: string): ErrorFormat {
+  return path === "/v1/messages" || path.startsWith("/v1/messages/") ? "anthropic" : "openai";
+}
+
+export type ErrorLog = (request: FastifyRequest, error: unknown, appError: AppError) => void;
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError, format: ErrorFormat): FastifyReply {
+  if (error.retryAfter !== undefined) reply.header("retry-after", String(Math.max(1, Math.ceil(error.retryAfter))));
+  if (request.ctx) request.ctx.errorCode = error.code ?? error.kind;
+  reply.code(error.status).type("application/json; charset=utf-8");
+  return reply.send(format === "anthropic" ? encodeAnthropicError(error, request.id) : encodeOpenAIError(error));
+}
+
+/** An error handler answering in one format, or in the format the request's path picks. */
+export function errorHandler(format: ErrorFormat | ((request: FastifyRequest) => ErrorFormat), log: ErrorLog) {
+  return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const appError = fastifyErrorToAppError(error);
+    if (appError.status >= 500) log(request, error, appError);
+    return sendError(request, reply, appError, typeof format === "function" ? format(request) : format);
+  };
+}
+
+/** Installs the error handler of one surface (or feature) plugin. */
+export function useErrorFormat(scope: FastifyInstance, format: ErrorFormat, log: ErrorLog): void {
+  scope.setErrorHandler(errorHandler(format, log));
+}
+
+export function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split("?")[0]!;
+  const message =
+    path.startsWith("/v1/") || path === "/health"
+      ? `Unknown endpoint: ${request.method} ${path}.`
+      : `Not found: only /v1/* and /health are served (got ${path}).`;
+  return sendError(request, reply, new AppError("not_found", message, { code: "not_found" }), errorFormatOf(path));
+}

@@ -1,0 +1,83 @@
+// The first hook of every request: its context (id, area, timing), the id headers, the Host check, and the
+// one place that tells observers (the audit) how each request ended, streams cut by the client included.
+import type { FastifyInstance } from "fastify";
+import { AppError } from "../core/errors.js";
+import { isLoopbackHost } from "../core/loopback.js";
+import type { ApiArea, RequestContext, RequestObserver } from "./context.js";
+
+const AREAS: Array<[prefix: string, area: ApiArea]> = [
+  ["/v1/chat/", "chat"],
+  ["/v1/responses", "responses"],
+  ["/v1/messages/batches", "batches"],
+  ["/v1/messages", "messages"],
+  ["/v1/files", "files"],
+  ["/v1/audit", "audit"],
+  ["/v1/agent/", "agent"],
+  ["/v1/models", "models"],
+  ["/health", "health"],
+];
+
+export function areaOf(path: string): ApiArea {
+  for (const [prefix, area] of AREAS) if (path === prefix || path.startsWith(prefix)) return area;
+  return "other";
+}
+
+export function hostAllowed(hostHeader: string | undefined): boolean {
+  if (!hostHeader) return true; // HTTP/1.0 clients; nothing to rebind
+  let host = hostHeader.trim().toLowerCase();
+  if (host.startsWith("[")) host = host.slice(0, host.indexOf("]") + 1);
+  else host = host.replace(/:\d+$/, "");
+  return isLoopbackHost(host);
+}
+
+export interface RequestContextOptions {
+  /** "loopback": only Host headers naming this machine are served (DNS-rebinding guard); "any": LAN exposure. */
+  allowedHosts: "loopback" | "any";
+  observers: readonly RequestObserver[];
+  onObserverError: (err: unknown) => void;
+}
+
+export function requestContext(app: FastifyInstance, options: RequestContextOptions): void {
+  app.decorateRequest("ctx", null as unknown as RequestContext);
+
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0]!;
+    const ctx: RequestContext = {
+      id: request.id,
+      receivedAt: Date.now(),
+      startedAt: performance.now(),
+      method: request.method,
+      path,
+      area: areaOf(path),
+      principal: null,
+      timezone: "UTC",
+      workClass: "interactive",
+      inference: {},
+    };
+    request.ctx = ctx;
+    reply.header("x-request-id", request.id);
+    // The Anthropic SDK reads request-id; OpenAI's reads x-request-id.
+    reply.header("request-id", request.id);
+
+    if (options.observers.length > 0) {
+      let finished = false;
+      reply.raw.once("finish", () => (finished = true));
+      // "close" follows "finish" on a complete response and comes alone when the client cut it short.
+      reply.raw.once("close", () => {
+        const outcome = { statusCode: reply.raw.statusCode, durationMs: performance.now() - ctx.startedAt, aborted: !finished };
+        for (const observe of options.observers) {
+          try {
+            observe(ctx, outcome);
+          } catch (err) {
+            options.onObserverError(err);
+          }
+        }
+      });
+    }
+
+    if (options.allowedHosts !== "any" && !hostAllowed(request.headers.host))
+      throw new AppError("permission", `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`, {
+        code: "host_not_allowed",
+      });
+  });
+}
