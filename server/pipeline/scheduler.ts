@@ -291,8 +291,12 @@ export class Scheduler {
     const now = this.clock.now();
     const own = [...this.running].filter((e) => e.workClass === "interactive" && e.accountId === accountId);
     if (own.length > 0) return toSeconds(this.remainingOfRunning(own, now)[0]!);
-    // All of its requests wait: the first of them must start and finish.
-    return toSeconds(this.msUntilQueueMoves(now) + this.meanDuration());
+    // All of its requests wait: the first of them must reach a sequence (one round of the queue per
+    // `capacity` requests ahead of it), then finish.
+    const waiting = this.waiting.filter((e) => e.workClass === "interactive");
+    const ahead = Math.max(0, waiting.findIndex((e) => e.accountId === accountId));
+    const rounds = Math.floor(ahead / Math.max(1, this.options.capacity()));
+    return toSeconds(this.msUntilQueueMoves(now) + rounds * this.meanDuration() + this.meanDuration());
   }
 
   private secondsUntilQueueMoves(): number {

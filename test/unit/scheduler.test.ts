@@ -131,6 +131,23 @@ describe("limits", () => {
     expect(s.scheduler.usage("acct_b")).toMatchObject({ limit: 2, inFlight: 1, remaining: 1, resetSeconds: 0 });
   });
 
+  it("estimates Retry-After for an account whose requests all wait from their place in the queue", async () => {
+    const s = setup({ capacity: 1, accountLimit: 1 });
+    void s.take("h");
+    await flush();
+    s.clock.t += 4000;
+    await s.release("h"); // requests take 4 s
+    void s.take("r", "interactive", "acct_a");
+    void s.take("w1", "interactive", "acct_c");
+    void s.take("w2", "interactive", "acct_d");
+    void s.take("w3", "interactive", "acct_b");
+    await flush();
+    s.clock.t += 1000;
+    const refused = await s.take("x", "interactive", "acct_b").catch((e: unknown) => e);
+    // r ends in about 3 s; w1 and w2 then take 4 s each before w3 starts, which takes 4 s more.
+    expect(refused).toMatchObject({ status: 429, retryAfter: 15 });
+  });
+
   it("sizes the default account limit to the engine's sequences", () => {
     const s = setup({ capacity: 2 });
     expect(s.scheduler.accountLimit()).toBe(8);

@@ -1,0 +1,78 @@
+// The layer rules of ARCHITECTURE.md, checked on every test run (`npm run lint:layers`): a layer crossed
+// fails CI the way a type error does. Tests and benchmarks may reach across layers; product code may not.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "node-llama-cpp-only-in-engine",
+      comment: "server/engine is the only importer of node-llama-cpp.",
+      severity: "error",
+      from: { path: "^(server|main|renderer)/", pathNot: "^server/engine/" },
+      to: { path: "node_modules/node-llama-cpp/" },
+    },
+    {
+      name: "better-sqlite3-only-in-store",
+      comment: "server/store is the only importer of better-sqlite3.",
+      severity: "error",
+      from: { path: "^(server|main|renderer)/", pathNot: "^server/store/" },
+      to: { path: "node_modules/better-sqlite3/" },
+    },
+    {
+      name: "electron-only-in-main",
+      comment: "main/ is the only importer of electron.",
+      severity: "error",
+      from: { path: "^(server|renderer)/" },
+      to: { path: "node_modules/electron/" },
+    },
+    {
+      name: "core-imports-nothing",
+      comment: "server/core holds canonical types, errors and ids: it imports nothing of the server.",
+      severity: "error",
+      from: { path: "^server/core/" },
+      to: { path: "^(server|main|renderer)/", pathNot: "^server/core/" },
+    },
+    {
+      name: "surfaces-never-import-each-other",
+      comment: "Each surface (server/surfaces/<surface>/) is a codec of its own; shared helpers live in server/surfaces/*.ts.",
+      severity: "error",
+      from: { path: "^server/surfaces/([^/]+)/" },
+      to: { path: "^server/surfaces/([^/]+)/", pathNot: "^server/surfaces/$1/" },
+    },
+    {
+      name: "renderer-only-ipc-contract",
+      comment: "The window imports only types from the IPC contract; it talks to the API over HTTP like any client.",
+      severity: "error",
+      from: { path: "^renderer/" },
+      to: { path: "^(server|main)/", pathNot: "^server/features/console/contract\\.ts$" },
+    },
+    {
+      name: "renderer-contract-types-only",
+      comment: "The contract reaches the renderer as types only (no server code in the bundle).",
+      severity: "error",
+      from: { path: "^renderer/" },
+      to: { path: "^server/features/console/contract\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "server-never-imports-main-or-renderer",
+      comment: "The server runs without Electron and without the window.",
+      severity: "error",
+      from: { path: "^server/" },
+      to: { path: "^(main|renderer)/" },
+    },
+    {
+      name: "no-native-modules-in-renderer",
+      comment: "node-llama-cpp, better-sqlite3 and sharp stay out of the renderer bundle.",
+      severity: "error",
+      from: { path: "^renderer/" },
+      to: { path: "node_modules/(node-llama-cpp|better-sqlite3|sharp)/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(dist|node_modules|test|bench|resources|scripts)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.base.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json"] },
+    moduleSystems: ["es6", "cjs"],
+  },
+};
