@@ -57,8 +57,8 @@ export function describeChatError(err: unknown, sent: { text: string; attachment
   if (f.code === "model_loading" || f.code === "model_load_failed")
     return {
       title: f.code === "model_loading" ? "The model is still loading." : "The model could not be loaded.",
-      detail: f.code === "model_loading" ? "It is usually ready within a few seconds; the message is sent again then." : "The Model page says why and lets you pick another model.",
-      actions: f.code === "model_loading" ? ["wait_retry", "retry"] : ["open_models", "retry"],
+      detail: f.code === "model_loading" ? "It is usually ready within a few seconds: then send the message again." : "The Model page says why and lets you pick another model.",
+      actions: f.code === "model_loading" ? ["retry"] : ["open_models", "retry"],
       serverMessage: server,
     };
   if (f.status === 429)

@@ -9,7 +9,6 @@ import type { ProblemAction, Turn, TurnStats } from "./types";
 
 const ACTION_LABELS: Record<ProblemAction, string> = {
   retry: "Try again",
-  wait_retry: "Try again",
   edit: "Edit the message",
   send_without_attachments: "Send without the attachment",
   open_models: "Open the Model page",
@@ -163,6 +162,8 @@ export function TurnView({
         <div className="problem" role="alert" data-testid="turn-error">
           <p className="problem-title">{turn.problem.title}</p>
           <p>{turn.problem.detail}</p>
+          {/* Only the last exchange can be fixed in place; an earlier one is simply left out of the chat. */}
+          {isLastAnswer && (
           <div className="toolbar">
             {turn.problem.actions.map((action, i) => (
               <button key={action} className={i === 0 ? "primary" : ""} data-testid={`problem-${action}`} onClick={() => onProblemAction(action)}>
@@ -170,6 +171,7 @@ export function TurnView({
               </button>
             ))}
           </div>
+          )}
           {turn.problem.serverMessage && <p className="server-said">Server said: {turn.problem.serverMessage}</p>}
         </div>
       )}

@@ -18,7 +18,7 @@ export interface ChatProblem {
   serverMessage?: string;
 }
 
-export type ProblemAction = "retry" | "edit" | "send_without_attachments" | "open_models" | "new_chat" | "wait_retry";
+export type ProblemAction = "retry" | "edit" | "send_without_attachments" | "open_models" | "new_chat";
 
 export interface TurnStats {
   /** From sending to the first reasoning or answer token, ms. */

@@ -289,7 +289,6 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         newChat();
         return;
       case "retry":
-      case "wait_retry":
         if (pair) void answer([...pair.before, { ...pair.user, status: "done" }]);
         return;
       case "send_without_attachments":
@@ -387,7 +386,8 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         onDeleteAll={async () => {
           await deleteAllChats();
           newChat();
-          await refreshChats();
+          // Not read back: that would create the database again, empty, before anything is saved.
+          setChats([]);
         }}
         onHistory={(enabled) => setSettings({ historyEnabled: enabled })}
       />

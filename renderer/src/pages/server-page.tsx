@@ -230,9 +230,7 @@ export function ServerPage({ info, status, onInfo }: { info: ServerInfo | null; 
           <input
             id="port-setting"
             data-testid="port-setting"
-            type="number"
-            min={1024}
-            max={65535}
+            inputMode="numeric"
             placeholder="8787"
             value={port}
             disabled={info.portFromEnv}
