@@ -122,8 +122,13 @@ export async function keptBytesOfPartial(path: string): Promise<{ keptBytes: num
       return { keptBytes: 0, totalBytes: null };
     }
     const totalBytes = size - (tail - at);
-    const complete = (record.chunks ?? []).filter((c) => c === CHUNK_COMPLETE).length;
-    return { keptBytes: Math.min(totalBytes, complete * (record.chunkSize ?? 0)), totalBytes };
+    const chunkSize = record.chunkSize ?? 0;
+    // Piece i covers [i * chunkSize, (i + 1) * chunkSize); the last one is shorter.
+    let keptBytes = 0;
+    (record.chunks ?? []).forEach((status, i) => {
+      if (status === CHUNK_COMPLETE) keptBytes += Math.max(0, Math.min(chunkSize, totalBytes - i * chunkSize));
+    });
+    return { keptBytes, totalBytes };
   } finally {
     await handle.close();
   }

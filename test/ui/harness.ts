@@ -167,6 +167,7 @@ export interface UiHarness {
   axe(): Promise<string[]>;
   /** Errors thrown in the page so far. */
   pageErrors: string[];
+  screenshotsDir: string;
   close(): Promise<void>;
 }
 
@@ -236,6 +237,7 @@ export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
       if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
     },
     pageErrors,
+    screenshotsDir: SCREENSHOTS,
     async screenshot(name) {
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
     },

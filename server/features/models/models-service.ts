@@ -370,7 +370,8 @@ export class ModelsService {
         return this.pull(sourceText, options);
       }
       this.store.modelFiles.upsert({ file, source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
-      resumedFromBytes = download.downloadedBytes;
+      // What the earlier, stopped pull really kept (the same figure its "kept" message gave).
+      for (const part of parts) resumedFromBytes += (await keptBytesOfPartial(part.path + PARTIAL_DOWNLOAD_SUFFIX)).keptBytes;
       meter.add(resumedFromBytes, Date.now());
       options.onEvent?.({
         phase: "downloading",
