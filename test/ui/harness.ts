@@ -80,7 +80,8 @@ class SlowProxy {
   readonly server: Server;
 
   constructor(private readonly target: URL) {
-    this.server = createServer((req, res) => void this.forward(req, res));
+    // A client that goes away mid-request must not become an unhandled rejection in the test run.
+    this.server = createServer((req, res) => void this.forward(req, res).catch(() => res.destroy()));
   }
 
   /** When set, the next streamed chat completion is answered with this text instead of the model's. */

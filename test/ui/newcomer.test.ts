@@ -110,6 +110,8 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
       expect(look.color).toBe("rgb(180, 35, 24)");
       expect(look.size).toBeGreaterThanOrEqual(14);
       expect(await page().getByTestId("turn-user").last().getAttribute("data-status")).toBe("error");
+      expect(await ui.axe()).toEqual([]);
+      await ui.screenshot("chat-refused-file");
 
       // The button that fixes it: the same question without the file.
       await problem.getByTestId("problem-send_without_attachments").click();
@@ -282,6 +284,7 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
       await page().getByTestId("settings-effort").selectOption("xhigh");
       expect(await page().getByTestId("chat-effort").inputValue()).toBe("xhigh");
       await ui.screenshot("chat-settings");
+      expect(await ui.axe()).toEqual([]);
       await page().getByTestId("chat-new").click();
       await ask("Settings check");
       await lastAnswer();

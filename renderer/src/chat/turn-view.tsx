@@ -16,6 +16,7 @@ const ACTION_LABELS: Record<ProblemAction, string> = {
 };
 
 function seconds(ms: number): string {
+  if (ms < 100) return "under 0.1 s";
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
