@@ -11,7 +11,7 @@ export function writeTinyModel(path = DEFAULT_TINY_MODEL_PATH): string {
   mkdirSync(dirname(out), { recursive: true });
   // Written aside and renamed into place: a server that has the model open (mapped) keeps reading the old
   // file, never a half-written one (the README test runs `npm run test-model` while other tests serve it).
-  const temp = `${out}.${process.pid}.tmp`;
+  const temp = `${out.replace(/\.gguf$/i, "")}.tmp-${process.pid}.gguf`;
   writeFileSync(temp, buildTinyModel());
   renameSync(temp, out);
   return out;
