@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { APP_NAME, resolveServeConfig, type ServeConfig } from "../server/config.js";
 import { isLoopbackHost } from "../server/core/loopback.js";
-import { ConsoleService, dispatchConsoleCall, LAN_EXPOSURE_SETTING, localBaseUrl } from "../server/features/console/console-service.js";
+import { ConsoleService, dispatchConsoleCall, LAN_EXPOSURE_SETTING, localBaseUrl, parsePortSetting, PORT_SETTING } from "../server/features/console/console-service.js";
 import { CONSOLE_CHANNEL, type ConsoleResult } from "../server/features/console/contract.js";
 import { LogBuffer } from "../server/features/console/log-buffer.js";
 import { consoleLog, startServer, type RunningServer } from "../server/index.js";
@@ -15,7 +15,7 @@ import { Store } from "../server/store/store.js";
 import { packageVersion } from "../server/version.js";
 import { APP_INDEX_URL, APP_SCHEME, contentTypeFor, isAppPageUrl, navigationVerdict, RENDERER_CSP, resolveRendererFile } from "./app-protocol.js";
 import { chooseNativeBinding } from "./dev-native.js";
-import { hostForStart, isAddressInUse, planPort, portNoteFor } from "./server-plan.js";
+import { hostForStart, isAddressInUse, planPort, portForStart, portNoteFor, windowProfileDir } from "./server-plan.js";
 import { trayText, type TrayState } from "./tray-status.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -49,11 +49,11 @@ function fail(title: string, err: unknown): void {
   app.exit(1);
 }
 
-/** Reads the LAN-exposure setting before the server opens the database itself. */
-function readLanSetting(dataDir: string, nativeBinding: string | undefined): string | undefined {
+/** Reads the window's LAN-exposure and port settings before the server opens the database itself. */
+function readStartSettings(dataDir: string, nativeBinding: string | undefined): { lan: string | undefined; port: number | null } {
   const store = Store.open(dataDir, { nativeBinding });
   try {
-    return store.settings.get(LAN_EXPOSURE_SETTING)?.value;
+    return { lan: store.settings.get(LAN_EXPOSURE_SETTING)?.value, port: parsePortSetting(store.settings.get(PORT_SETTING)?.value) };
   } finally {
     store.close();
   }
@@ -61,9 +61,11 @@ function readLanSetting(dataDir: string, nativeBinding: string | undefined): str
 
 async function startHosted(config: ServeConfig): Promise<Hosted> {
   const nativeBinding = chooseNativeBinding({ appRoot: APP_ROOT, electronVersion: process.versions.electron ?? "", isPackaged: app.isPackaged, exists: existsSync });
-  const host = hostForStart(readLanSetting(config.dataDir, nativeBinding), process.env.SVC_HOST);
+  const settings = readStartSettings(config.dataDir, nativeBinding);
+  const host = hostForStart(settings.lan, process.env.SVC_HOST);
   const logs = new LogBuffer(consoleLog(config.logLevel));
-  let plan = await planPort(host, config.port);
+  const portFromEnv = (process.env.SVC_PORT ?? "").trim() !== "";
+  let plan = await planPort(host, portForStart(settings.port, process.env.SVC_PORT, config.port));
   let server: RunningServer;
   try {
     server = await startServer({ ...config, host, port: plan.port, nativeBinding }, logs.log);
@@ -76,7 +78,7 @@ async function startHosted(config: ServeConfig): Promise<Hosted> {
   const portNote = portNoteFor(plan, server.port);
   if (portNote) logs.log("warn", portNote);
   logs.log("info", `svc-desktop: server on ${server.url} (data dir ${config.dataDir}).`);
-  const service = new ConsoleService({ server, host, dataDir: config.dataDir, version: packageVersion(), logs, portNote });
+  const service = new ConsoleService({ server, host, dataDir: config.dataDir, version: packageVersion(), logs, portNote, portFromEnv });
   return { server, console: service, host, portNote };
 }
 
@@ -237,8 +239,9 @@ function main(): void {
     return;
   }
   app.setName(APP_NAME);
-  // Chromium's profile lives beside the server's data, so SVC_DATA_DIR gives a wholly separate instance.
-  app.setPath("userData", join(config.dataDir, "electron"));
+  // Chromium's profile (with the saved chats) lives beside the server's data dir, never in it; one per data
+  // dir, so SVC_DATA_DIR gives a wholly separate instance.
+  app.setPath("userData", windowProfileDir(config.dataDir));
   if (!app.requestSingleInstanceLock()) {
     app.quit();
     return;

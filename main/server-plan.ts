@@ -1,6 +1,9 @@
 // Where the desktop app's server listens: the host from the LAN-exposure setting, the port from the config
 // with a fallback to a free one. No electron import: the unit tests drive these directly.
-import { createServer } from "node:net";
+import { resolve } from "node:path";
+import { isAddressInUse, isPortTaken } from "../server/core/port.js";
+
+export { isAddressInUse, isPortTaken };
 
 export const LOOPBACK_HOST = "127.0.0.1";
 export const ALL_INTERFACES_HOST = "0.0.0.0";
@@ -14,13 +17,22 @@ export function hostForStart(lanSetting: string | undefined, envHost?: string): 
   return lanSetting === "on" ? ALL_INTERFACES_HOST : LOOPBACK_HOST;
 }
 
-/** Whether something already listens on host:port (the probe binds and lets go at once). */
-export function isPortTaken(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once("error", (err: NodeJS.ErrnoException) => resolve(err.code === "EADDRINUSE" || err.code === "EACCES"));
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(false)));
-  });
+/**
+ * The port to ask for at start: an explicit SVC_PORT wins (it is already in `configured`); otherwise the
+ * window's port setting, else the configured default.
+ */
+export function portForStart(setting: number | null, envPort: string | undefined, configured: number): number {
+  if (envPort !== undefined && envPort.trim() !== "") return configured;
+  return setting ?? configured;
+}
+
+/**
+ * Where the window's browser profile lives: beside the server's data dir, never inside it, because the
+ * profile holds the saved chats and the server's data dir holds no conversation content. One per data dir,
+ * so SVC_DATA_DIR still gives a wholly separate instance.
+ */
+export function windowProfileDir(dataDir: string): string {
+  return `${resolve(dataDir).replace(/[\\/]+$/, "")}-window`;
 }
 
 export interface PortPlan {
@@ -34,16 +46,6 @@ export interface PortPlan {
 export async function planPort(host: string, configured: number, taken: (host: string, port: number) => Promise<boolean> = isPortTaken): Promise<PortPlan> {
   if (configured === 0) return { port: 0, taken: null };
   return (await taken(host, configured)) ? { port: 0, taken: configured } : { port: configured, taken: null };
-}
-
-/** A listen failure that a free port would fix (the probe can lose a race with another program). */
-export function isAddressInUse(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE" || code === "EACCES") return true;
-    if (/\bEADDRINUSE\b/.test(e.message)) return true;
-  }
-  return false;
 }
 
 /** What the user is told when the server is not on the port they configured (null when it is). */

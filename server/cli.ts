@@ -1,26 +1,58 @@
 // `svc`: the headless server and its management commands.
 import { parseArgs } from "node:util";
 import { ConfigError, defaultDataDir, resolveServeConfig, type Flags } from "./config.js";
+import { isAddressInUse, isPortTaken } from "./core/port.js";
 import { AppError } from "./core/errors.js";
 import { KeysService, type KeyInfo } from "./features/keys/keys-service.js";
 import { Store } from "./store/store.js";
 import { packageVersion } from "./version.js";
 
-const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions, Responses, Messages).
-
-Usage:
-  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
+const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]
-  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]`;
+const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
-  svc keys update KEY_ID --reasoning-trace on|off [--data-dir DIR]
-  svc models list [--data-dir DIR] [--json]
+  svc keys update KEY_ID --reasoning-trace on|off [--data-dir DIR]`;
+export const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--data-dir DIR]
   svc models use FILE [--data-dir DIR]
   svc models remove FILE [--force] [--data-dir DIR]
-  svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]
+  svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]`;
+
+const SERVE_HELP = `Usage:
+${SERVE_USAGE}
+
+Starts the API server: http://127.0.0.1:8787 unless --port says otherwise (0 picks a free port).
+Without --model it loads the active model (\`svc models use\`) and follows it: a running server switches when
+it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
+Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS. Flags win over the environment.
+Default data dir: ${defaultDataDir()}
+`;
+
+const KEYS_HELP = `Usage:
+${KEYS_USAGE}
+
+API keys for the server's clients. A key is printed once, on the last line of \`svc keys create\`; only its
+SHA-256 is stored, so a lost key cannot be shown again: create a new one and revoke the old.
+`;
+
+const MODELS_HELP = `Usage:
+${MODELS_USAGE}
+
+Models live in the models folder of the data dir (${defaultDataDir()}/models unless --data-dir or
+SVC_DATA_DIR says otherwise). \`svc models pull\` with no source downloads the recommended model;
+\`svc models list\` shows what is there and marks with * the one \`svc serve\` loads.
+`;
+
+const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions, Responses, Messages).
+
+Usage:
+${SERVE_USAGE}
+${KEYS_USAGE}
+${MODELS_USAGE}
+  svc COMMAND --help       more about one command
 
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
@@ -29,9 +61,20 @@ SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT
 Default data dir: ${defaultDataDir()}
 `;
 
+const HELP_FLAGS = new Set(["--help", "-h", "help"]);
+
+/** `svc X --help`, `svc X -h` and `svc X help` (as the first argument) ask for help, not an action. */
+function wantsHelp(argv: string[]): boolean {
+  return argv.length > 0 && (HELP_FLAGS.has(argv[0]!) || argv.includes("--help") || argv.includes("-h"));
+}
+
 class UsageError extends Error {}
 
 async function serve(argv: string[]): Promise<void> {
+  if (wantsHelp(argv)) {
+    console.log(SERVE_HELP);
+    return;
+  }
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -51,6 +94,8 @@ async function serve(argv: string[]): Promise<void> {
     strict: true,
   });
   const config = resolveServeConfig(values as Flags);
+  // Before the model loads (seconds to minutes): a port already in use fails now, not after the load.
+  if (config.port !== 0 && (await isPortTaken(config.host, config.port))) throw portInUse(config.host, config.port);
   // The server (Fastify, node-llama-cpp) loads only for `serve`, so the other commands start fast.
   const { consoleLog, startServer } = await import("./index.js");
   const log = consoleLog(config.logLevel);
@@ -85,6 +130,14 @@ async function serve(argv: string[]): Promise<void> {
     });
 }
 
+function portInUse(host: string, port: number): ConfigError {
+  return new ConfigError(
+    `Port ${port} on ${host} is already in use: another \`svc serve\` or the desktop app may be running there ` +
+      `(its API answers at http://${host.includes(":") ? `[${host}]` : host}:${port}/v1). Stop it, or start this server on another port: ` +
+      `\`--port 0\` picks a free one (or --port N, SVC_PORT=N).`,
+  );
+}
+
 function describeKey(k: KeyInfo): string {
   const state = k.revoked_at !== null ? "revoked" : "active";
   const trace = k.reasoning_trace ? " trace:on" : "";
@@ -107,6 +160,10 @@ function parseOnOff(value: string | undefined): boolean {
 }
 
 function keys(argv: string[]): void {
+  if (argv.length === 0 || wantsHelp(argv)) {
+    console.log(KEYS_HELP);
+    return;
+  }
   const [command, ...rest] = argv;
   const { values, positionals } = parseArgs({
     args: rest,
@@ -165,6 +222,10 @@ export async function main(argv: string[]): Promise<void> {
     case "keys":
       return keys(rest);
     case "models": {
+      if (rest.length === 0 || wantsHelp(rest)) {
+        console.log(MODELS_HELP);
+        return;
+      }
       // Loaded only here: it pulls in node-llama-cpp, which `svc keys` does not need.
       const { runModelsCommand } = await import("./features/models/models-cli.js");
       // Exit explicitly: the downloader may leave idle connections that would keep the process alive.
@@ -195,7 +256,9 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.exit(2);
   }
   if (err instanceof ConfigError || err instanceof AppError || (err instanceof Error && err.name === "StartupError")) {
-    console.error(`svc: ${err.message}`);
+    // The port check before the load can lose a race with another program: say the same thing then.
+    const hint = err.name === "StartupError" && isAddressInUse(err) ? " Another program took the port; `--port 0` picks a free one." : "";
+    console.error(`svc: ${err.message}${hint}`);
     process.exit(1);
   }
   console.error(err);

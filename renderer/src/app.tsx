@@ -1,14 +1,16 @@
-// The window: a sidebar of pages and a status line. Each page talks to the API over HTTP or to the main
-// process through the console bridge.
-import { useCallback, useState } from "react";
-import type { FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
-import { FirstRunPanel } from "./first-run";
+// The window: a sidebar of pages, a theme switch and a status line. Each page talks to the API over HTTP or to
+// the main process through the console bridge.
+import { useCallback, useEffect, useState } from "react";
+import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
 import { consoleApi, isDownloadRunning } from "./console-client";
+import { Moon, Sun, SunMoon } from "./icons";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
 import { PendingPage } from "./pages/pending-page";
 import { ServerPage } from "./pages/server-page";
+import { applyTheme, useSettings, type Theme } from "./settings";
+import { modelStateLabel } from "./labels";
 import { usePoll } from "./use-poll";
 
 const PAGES = [
@@ -41,6 +43,12 @@ const PENDING = {
   },
 } as const;
 
+const THEMES: Array<{ value: Theme; label: string }> = [
+  { value: "system", label: "System" },
+  { value: "light", label: "Light" },
+  { value: "dark", label: "Dark" },
+];
+
 function pageFromHash(): PageId {
   const id = window.location.hash.replace(/^#\/?/, "");
   return PAGES.some((p) => p.id === id) ? (id as PageId) : "chat";
@@ -52,67 +60,109 @@ export function App() {
   const [status, setStatus] = useState<StatusView | null>(null);
   const [bridgeError, setBridgeError] = useState<string | null>(null);
   const [offer, setOffer] = useState<FirstRunView | null>(null);
+  const [downloads, setDownloads] = useState<DownloadView[]>([]);
+  const [newChatRequest, setNewChatRequest] = useState(0);
+  const [settings, setSettings] = useSettings();
+
+  useEffect(() => applyTheme(settings.theme), [settings.theme]);
 
   const poll = useCallback(async () => {
     try {
-      const [i, s] = await Promise.all([consoleApi.serverInfo(), consoleApi.status()]);
+      const [i, s, d] = await Promise.all([consoleApi.serverInfo(), consoleApi.status(), consoleApi.downloads()]);
       setInfo(i);
       setStatus(s);
+      setDownloads(d);
       // Only while no model is loaded: offer one on a first run, unless a download is already under way.
-      if (s.model.state === "no_model") {
-        const [first, downloads] = await Promise.all([consoleApi.firstRun(), consoleApi.downloads()]);
-        setOffer(first.needsModel && !downloads.some(isDownloadRunning) ? first : null);
+      if (s.model.state !== "ready" && s.model.state !== "loading") {
+        const first = await consoleApi.firstRun();
+        setOffer(first.needsModel && !d.some(isDownloadRunning) ? first : null);
       } else setOffer(null);
       setBridgeError(null);
     } catch (err) {
       setBridgeError((err as Error).message);
     }
   }, []);
-  usePoll(poll, 3000);
+  // Faster while a model downloads or loads, so the chat says "ready" as soon as it is.
+  const settling = downloads.some(isDownloadRunning) || status?.model.state === "loading";
+  usePoll(poll, settling ? 800 : 3000);
 
-  const go = (id: PageId) => {
+  const go = useCallback((id: PageId) => {
     setPage(id);
     window.history.replaceState(null, "", `#/${id}`);
-  };
+  }, []);
+
+  // Ctrl+N (Cmd+N): a new chat, from any page.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if ((event.ctrlKey || event.metaKey) && !event.shiftKey && !event.altKey && event.key.toLowerCase() === "n") {
+        event.preventDefault();
+        go("chat");
+        setNewChatRequest((n) => n + 1);
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [go]);
 
   const model = status?.model;
+  const ThemeIcon = settings.theme === "dark" ? Moon : settings.theme === "light" ? Sun : SunMoon;
   return (
     <div className="app">
-      <nav className="sidebar">
+      <nav className="sidebar" aria-label="Pages">
         <div className="brand">svc</div>
         {PAGES.map((p) => (
-          <button key={p.id} className={page === p.id ? "active" : ""} data-testid={`nav-${p.id}`} onClick={() => go(p.id)}>
+          <button
+            key={p.id}
+            className={page === p.id ? "active" : ""}
+            aria-current={page === p.id ? "page" : undefined}
+            data-testid={`nav-${p.id}`}
+            onClick={() => go(p.id)}
+          >
             {p.label}
           </button>
         ))}
-        <div className="status" data-testid="status-line">
-          <span className={`dot ${model?.state === "ready" ? "ok" : model?.state === "loading" ? "busy" : "off"}`} />
-          {model?.file ? model.file : model?.state === "loading" ? "loading…" : "no model"}
-          {info && <div className="muted small">{info.baseUrl.replace(/^https?:\/\//, "")}</div>}
+        <div className="sidebar-foot">
+          <label className="theme-switch">
+            <ThemeIcon size={14} aria-hidden />
+            <span className="sr-only">Theme</span>
+            <select data-testid="theme-switch" value={settings.theme} onChange={(e) => setSettings({ theme: e.target.value as Theme })}>
+              {THEMES.map((t) => (
+                <option key={t.value} value={t.value}>
+                  {t.label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <div className="status" data-testid="status-line" role="status">
+            <span className={`dot ${model?.state === "ready" ? "ok" : model?.state === "loading" ? "busy" : "off"}`} aria-hidden />
+            {model?.state === "ready" ? (model.name ?? model.file) : model ? modelStateLabel(model.state) : "Starting…"}
+            {info && <div className="muted small">{info.baseUrl.replace(/^https?:\/\//, "")}</div>}
+          </div>
         </div>
       </nav>
       <main className="content">
-        {bridgeError && <p className="error banner">{bridgeError}</p>}
-        {offer && (
-          <div className="banner">
-            <FirstRunPanel
-              offer={offer}
-              onStarted={() => {
-                setOffer(null);
-                go("models");
-              }}
-              onChoose={() => go("models")}
-            />
-          </div>
+        {bridgeError && (
+          <p className="error banner" role="alert">
+            {bridgeError}
+          </p>
         )}
         {/* Chat stays mounted so a conversation survives a look at another page. */}
-        <div hidden={page !== "chat"}>
-          <ChatPage info={info} />
+        <div className="chat-host" hidden={page !== "chat"}>
+          <ChatPage
+            info={info}
+            status={status}
+            offer={offer}
+            downloads={downloads}
+            visible={page === "chat"}
+            newChatRequest={newChatRequest}
+            onGo={go}
+            onRefresh={() => void poll()}
+          />
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
         {page === "keys" && <KeysPage />}
         {page === "models" && <ModelsPage />}
-        {page === "server" && <ServerPage info={info} onInfo={setInfo} />}
+        {page === "server" && <ServerPage info={info} status={status} onInfo={setInfo} />}
       </main>
     </div>
   );

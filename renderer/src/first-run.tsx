@@ -1,7 +1,10 @@
-// The first run: no model anywhere yet, so offer the recommended one (or a pick on the Model page).
+// The first run: no model anywhere yet, so offer the recommended one (or a pick on the Model page). Shown in
+// the empty chat, where the newcomer looks; the download's progress and "ready" follow in the same place.
 import { useState } from "react";
 import type { FirstRunView } from "../../server/features/console/contract";
 import { consoleApi } from "./console-client";
+import { formatBytes } from "./format";
+import { Download } from "./icons";
 
 export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunView; onStarted: () => void; onChoose: () => void }) {
   const [error, setError] = useState<string | null>(null);
@@ -11,7 +14,7 @@ export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunV
     <div className="card first-run" data-testid="first-run">
       <h2>Get a model to start</h2>
       <p>
-        svc runs a language model on this machine; none is here yet. The recommended one is <strong>{recommended.title}</strong>:{" "}
+        svc runs a language model on this computer; none is here yet. The recommended one is <strong>{recommended.title}</strong>:{" "}
         {recommended.description}
       </p>
       <div className="form-row">
@@ -28,13 +31,17 @@ export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunV
             });
           }}
         >
-          Download {recommended.title} (about {(recommended.approxBytes / 1e9).toFixed(1)} GB)
+          <Download size={15} aria-hidden /> Download {recommended.title} ({formatBytes(recommended.approxBytes)})
         </button>
         <button data-testid="first-run-choose" onClick={onChoose}>
           Choose another model
         </button>
       </div>
-      {error && <p className="error">{error}</p>}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
     </div>
   );
 }

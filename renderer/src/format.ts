@@ -1,12 +1,7 @@
 // Small display helpers shared by the pages.
 
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes) || bytes <= 0) return "0 B";
-  const units = ["B", "KB", "MB", "GB", "TB"];
-  const i = Math.min(units.length - 1, Math.floor(Math.log(bytes) / Math.log(1024)));
-  const value = bytes / 1024 ** i;
-  return `${value >= 100 || i === 0 ? value.toFixed(0) : value.toFixed(1)} ${units[i]}`;
-}
+/** The CLI's size format (one function for both, so a model has one size everywhere). */
+export { formatBytes } from "../../server/core/format";
 
 export function formatTime(seconds: number | null): string {
   if (seconds === null) return "never";

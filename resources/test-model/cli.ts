@@ -1,5 +1,5 @@
 // Writes the tiny test model: `npm run test-model [-- OUT.gguf]`.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildTinyModel } from "./tiny-model.js";
@@ -9,7 +9,11 @@ export const DEFAULT_TINY_MODEL_PATH = fileURLToPath(new URL("./tiny.gguf", impo
 export function writeTinyModel(path = DEFAULT_TINY_MODEL_PATH): string {
   const out = resolve(path);
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, buildTinyModel());
+  // Written aside and renamed into place: a server that has the model open (mapped) keeps reading the old
+  // file, never a half-written one (the README test runs `npm run test-model` while other tests serve it).
+  const temp = `${out.replace(/\.gguf$/i, "")}.tmp-${process.pid}.gguf`;
+  writeFileSync(temp, buildTinyModel());
+  renameSync(temp, out);
   return out;
 }
 

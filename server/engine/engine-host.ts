@@ -5,7 +5,7 @@
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
 import { currentGpu, LlamaEngine, type LlamaEngineOptions } from "./llama-engine.js";
-import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
+import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
 
 export const NO_MODEL_MESSAGE =
   "No model is loaded. Start the server with --model PATH.gguf (or set SVC_MODEL), " +
@@ -36,6 +36,7 @@ class TrackedEngine implements Engine {
   constructor(
     readonly inner: Engine,
     readonly options: LlamaEngineOptions,
+    private readonly totals?: UsageTotals,
   ) {}
 
   status(): EngineStatus {
@@ -50,7 +51,10 @@ class TrackedEngine implements Engine {
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
     this.enter();
     try {
-      yield* this.inner.generate(request, signal);
+      for await (const event of this.inner.generate(request, signal)) {
+        if (event.type === "done" && this.totals) addUsage(this.totals, event.outcome.usage);
+        yield event;
+      }
     } finally {
       this.leave();
     }
@@ -82,6 +86,23 @@ class TrackedEngine implements Engine {
   }
 }
 
+/** Tokens served since the server started (the desktop window's Server page shows them). */
+export interface UsageTotals {
+  generations: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+}
+
+function addUsage(totals: UsageTotals, usage: EngineOutcome["usage"]): void {
+  totals.generations++;
+  totals.promptTokens += usage.promptTokens;
+  totals.cachedTokens += usage.cachedTokens;
+  totals.completionTokens += usage.completionTokens;
+  totals.reasoningTokens += usage.reasoningTokens;
+}
+
 export interface HostOptions {
   loader?: EngineLoader;
   precheck?: ModelPrecheck;
@@ -89,6 +110,7 @@ export interface HostOptions {
 }
 
 export class EngineHost {
+  readonly usage: UsageTotals = { generations: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
   private current: TrackedEngine | null = null;
   /** The file being loaded, while a load or switch runs. */
   private pending: string | null = null;
@@ -109,7 +131,7 @@ export class EngineHost {
   /** Uses an engine built elsewhere (tests use a scripted fake). */
   static of(engine: Engine | null, options: HostOptions = {}): EngineHost {
     const host = new EngineHost(options);
-    if (engine) host.current = new TrackedEngine(engine, { modelPath: engine.status().model?.path ?? "" });
+    if (engine) host.current = new TrackedEngine(engine, { modelPath: engine.status().model?.path ?? "" }, host.usage);
     return host;
   }
 
@@ -242,7 +264,7 @@ export class EngineHost {
         }
         this.log("error", `Could not load ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again.`);
         try {
-          this.current = new TrackedEngine(await this.loader(old.options), old.options);
+          this.current = new TrackedEngine(await this.loader(old.options), old.options, this.usage);
           this.lastError = `Could not switch to ${options.modelPath}: ${reason} Still serving ${old.options.modelPath}.`;
         } catch (restoreErr) {
           this.lastError = `Could not switch to ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again failed too: ${(restoreErr as Error).message}`;
@@ -250,7 +272,7 @@ export class EngineHost {
         this.log("error", this.lastError);
         throw new AppError("unavailable", this.lastError, { code: "model_load_failed", cause: err });
       }
-      this.current = new TrackedEngine(engine, options);
+      this.current = new TrackedEngine(engine, options, this.usage);
       this.lastError = null;
       return this.current;
     } finally {

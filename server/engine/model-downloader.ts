@@ -92,3 +92,47 @@ export async function openModelDownload(options: {
   });
   return new LibraryModelDownload(downloader);
 }
+
+/**
+ * How much of an unfinished download is really kept: the bytes of its finished pieces, read from the
+ * progress record ipull writes after the data. The file itself is as long as the whole model from the
+ * first write, so its size says nothing; pieces still arriving when a download stops are fetched again.
+ * 0 when there is no record yet (nothing kept). Single-part files (one .ipull per file).
+ */
+export async function keptBytesOfPartial(path: string): Promise<{ keptBytes: number; totalBytes: number | null }> {
+  const { open } = await import("node:fs/promises");
+  let handle;
+  try {
+    handle = await open(path, "r");
+  } catch {
+    return { keptBytes: 0, totalBytes: null };
+  }
+  try {
+    const { size } = await handle.stat();
+    const tail = Math.min(size, 256 * 1024);
+    const buffer = Buffer.alloc(tail);
+    await handle.read(buffer, 0, tail, size - tail);
+    const text = buffer.toString("latin1");
+    const at = text.lastIndexOf('{"part":');
+    if (at === -1) return { keptBytes: 0, totalBytes: null };
+    let record: { part?: number; chunks?: number[]; chunkSize?: number };
+    try {
+      record = JSON.parse(text.slice(at)) as typeof record;
+    } catch {
+      return { keptBytes: 0, totalBytes: null };
+    }
+    const totalBytes = size - (tail - at);
+    const chunkSize = record.chunkSize ?? 0;
+    // Piece i covers [i * chunkSize, (i + 1) * chunkSize); the last one is shorter.
+    let keptBytes = 0;
+    (record.chunks ?? []).forEach((status, i) => {
+      if (status === CHUNK_COMPLETE) keptBytes += Math.max(0, Math.min(chunkSize, totalBytes - i * chunkSize));
+    });
+    return { keptBytes, totalBytes };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** ipull's ChunkStatus.COMPLETE. */
+const CHUNK_COMPLETE = 2;

@@ -92,6 +92,50 @@ describe("console calls", () => {
     expect(windowKeys).toHaveLength(1);
   });
 
+  it("protects the window's key: marked, not revocable through the console, replaced when revoked elsewhere", async () => {
+    const key = await call<string>("windowKey");
+    const own = (await call<KeyView[]>("listKeys")).filter((k) => k.windowKey);
+    expect(own).toHaveLength(1);
+    expect(own[0]!.name).toBe(WINDOW_KEY_NAME);
+    expect(await dispatchConsoleCall(service, "revokeKey", [own[0]!.id])).toMatchObject({ ok: false, error: { code: "window_key" } });
+    expect(await chat(key)).toBe(503); // still valid (no model here, hence 503 rather than 401)
+    server.keys.revoke(own[0]!.id); // as `svc keys revoke` does
+    const renewed = await call<string>("windowKey");
+    expect(renewed).not.toBe(key);
+    expect(await chat(renewed)).toBe(503);
+    expect(logs.since().some((l) => l.message.includes("revoked outside the window"))).toBe(true);
+  });
+
+  it("keeps the port setting for the next start, within 1024 to 65535", async () => {
+    expect(await call<ServerInfo>("serverInfo")).toMatchObject({ portSetting: null, portFromEnv: false });
+    expect(await dispatchConsoleCall(service, "setPort", [80])).toMatchObject({ ok: false, error: { code: "invalid_port" } });
+    expect(await dispatchConsoleCall(service, "setPort", ["8080"])).toMatchObject({ ok: false, error: { code: "invalid_port" } });
+    expect(await call<ServerInfo>("setPort", 9090)).toMatchObject({ portSetting: 9090 });
+    expect(server.store.settings.get("desktop_port")?.value).toBe("9090");
+    expect(await call<ServerInfo>("setPort", null)).toMatchObject({ portSetting: null });
+  });
+
+  it("counts API requests and errors for the Server page", async () => {
+    const before = (await call<StatusView>("status")).usage;
+    await chat("sk-svc-wrong");
+    const after = (await call<StatusView>("status")).usage;
+    expect(after.requests).toBe(before.requests + 1);
+    expect(after.errors).toBe(before.errors + 1);
+  });
+
+  it("suggests models sized to this machine", async () => {
+    const { suggested } = await call<ModelsView>("listModels");
+    expect(suggested.map((m) => m.source)).toEqual([
+      "hf:Qwen/Qwen3-0.6B-GGUF:Q8_0",
+      "hf:Qwen/Qwen3-1.7B-GGUF:Q8_0",
+      "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M",
+      "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M",
+      "hf:Qwen/Qwen3-14B-GGUF:Q4_K_M",
+    ]);
+    expect(suggested.filter((m) => m.recommended)).toHaveLength(1);
+    expect(suggested[0]!.fit).not.toBe("too_big");
+  });
+
   it("reports the server's URLs and keeps the LAN-exposure setting for the next start", async () => {
     const info = await call<ServerInfo>("serverInfo");
     expect(info).toMatchObject({ baseUrl: server.url, openaiBaseUrl: `${server.url}/v1`, anthropicBaseUrl: server.url, lanExposure: false, lanExposed: false });
@@ -134,6 +178,9 @@ describe("console calls", () => {
     expect(models.active).toBe("console.gguf");
     expect(await call("firstRun")).toMatchObject({ needsModel: false });
     expect(logs.since().some((l) => l.message.includes("Downloaded console.gguf"))).toBe(true);
+    // An ended download can be dismissed; a running one cannot.
+    expect(await call<DownloadView[]>("dismissDownload", started.id)).toEqual([]);
+    expect((await dispatchConsoleCall(service, "dismissDownload", [started.id])).ok).toBe(false);
   });
 
   it("keeps recent log lines for the window", async () => {

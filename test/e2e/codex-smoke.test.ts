@@ -11,8 +11,12 @@
 // Codex's own base instructions are ~27,000 tokens under the tiny model's byte-level tokenizer, close to
 // the model's whole 32k context, and slow to evaluate on CI. The test swaps in short base instructions
 // (model_instructions_file, a documented Codex setting); everything else Codex sends is its own.
+//
+// The provider is the README's own `[model_providers.svc]` block, read from README.md as printed; only its
+// base URL's port is this test server's (the README's is the default 8787), and settings that keep the test
+// bounded (no retries, an idle timeout) are added to the same table.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -26,6 +30,14 @@ function codexVersion(): string | null {
   return probe.status === 0 ? probe.stdout.trim() : null;
 }
 const version = codexVersion();
+
+/** The README's Codex provider block, exactly as printed. */
+function readmeCodexProvider(): string {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const block = /```toml\n(\[model_providers\.svc\][\s\S]*?)```/.exec(readme);
+  if (!block) throw new Error("README.md has no ```toml [model_providers.svc] block");
+  return block[1]!;
+}
 
 let server: SvcServer;
 let key: string;
@@ -68,11 +80,7 @@ function runCodex(prompt: string): Promise<CodexRun> {
       `check_for_update_on_startup = false`,
       `model_instructions_file = ${JSON.stringify(instructions)}`,
       ``,
-      `[model_providers.svc]`,
-      `name = "svc (local)"`,
-      `base_url = "${server.url}/v1"`,
-      `env_key = "SVC_KEY"`,
-      `wire_api = "responses"`,
+      readmeCodexProvider().replace("http://127.0.0.1:8787/v1", `${server.url}/v1`).trimEnd(),
       `request_max_retries = 0`,
       `stream_max_retries = 0`,
       `stream_idle_timeout_ms = 120000`,
@@ -92,7 +100,7 @@ function runCodex(prompt: string): Promise<CodexRun> {
       {
         cwd: work,
         // Only what Codex needs: no OPENAI_API_KEY or proxy settings from the developer's shell.
-        env: { PATH: process.env.PATH ?? "", HOME: home, CODEX_HOME: codexHome, SVC_KEY: key, NO_COLOR: "1" },
+        env: { PATH: process.env.PATH ?? "", HOME: home, CODEX_HOME: codexHome, SVC_API_KEY: key, NO_COLOR: "1" },
         stdio: ["ignore", "pipe", "pipe"],
         // Its own process group: on Node 20 codex.js runs the native binary as a child (and that starts
         // sandbox helpers), so the kill timer must reach the whole group, not just the wrapper.

@@ -107,7 +107,7 @@ describe("svc models pull", () => {
     expect(leftovers(dir)).toEqual({ models: [], downloads: ["big.gguf.ipull"] });
     const listed = runSvc(["models", "list", "--data-dir", dir]);
     expect(listed.stdout).toContain(`big.gguf`);
-    expect(listed.stdout).toContain(`(resume: svc models pull ${url})`);
+    expect(listed.stdout).toContain(`10.5 MB of 12.6 MB kept so far  (resume: svc models pull ${url})`);
 
     const mark = server.requests.length;
     const second = await runSvcAsync(["models", "pull", url, "--data-dir", dir]);
@@ -139,7 +139,7 @@ describe("svc models pull", () => {
       }
       child.kill("SIGINT");
       expect(await exited).toBe(130);
-      expect(stderr).toContain("svc: Download stopped. Run the same command again to resume where it stopped.");
+      expect(stderr).toMatch(/svc: Download stopped; [\d.]+ MB of 12\.6 MB are kept\. Run the same command again to resume from there\./);
       expect(leftovers(dir).models).toEqual([]);
       expect(leftovers(dir).downloads).toContain("big.gguf.ipull");
     } finally {

@@ -164,9 +164,10 @@ describe("the main process (electron stood in for)", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("sets up before ready: the app:// scheme, the profile in the data dir, the IPC channel", () => {
+  it("sets up before ready: the app:// scheme, the profile beside the data dir, the IPC channel", () => {
     expect(state.schemes).toEqual([{ scheme: "app", privileges: { standard: true, secure: true, supportFetchAPI: true } }]);
-    expect(state.paths.userData).toBe(join(dataDir, "electron"));
+    // The profile holds the saved chats: beside the server's data dir, never inside it.
+    expect(state.paths.userData).toBe(`${dataDir}-window`);
     expect(state.ipcHandlers.has(CONSOLE_CHANNEL)).toBe(true);
   });
 

@@ -30,27 +30,38 @@ describe.skipIf(skip !== null)("the window on a first run", () => {
     await hub?.close();
   });
 
-  it("offers the recommended model, downloads it with one click, loads it and chats", async () => {
+  it("offers the recommended model in the chat, downloads it with one click, says when it is ready, and chats", async () => {
     await ui.open("chat");
     const offer = ui.page.getByTestId("first-run");
     await offer.waitFor();
     expect(await offer.textContent()).toContain(RECOMMENDED_MODEL.title);
+    // Nothing can be sent without a model, and the message box stays in view under the offer.
+    await ui.page.getByTestId("chat-input").fill("Hello?");
+    expect(await ui.page.getByTestId("chat-send").isDisabled()).toBe(true);
+    const box = (await ui.page.getByTestId("chat-input").boundingBox())!;
+    expect(box.y + box.height).toBeLessThanOrEqual(860);
     await ui.screenshot("first-run");
+    // The offer belongs to the chat: other pages do not repeat it.
+    await ui.open("keys");
+    expect(await ui.page.getByTestId("first-run").isVisible()).toBe(false);
+    await ui.open("chat");
 
     await ui.page.getByTestId("first-run-download").click();
-    await ui.page.getByTestId("models-page").waitFor();
     await expect.poll(() => offer.count()).toBe(0);
-    const download = ui.page.getByTestId("download").first();
-    await expect.poll(() => download.getAttribute("data-phase"), { timeout: 30_000 }).toBe("done");
+    // The download's progress shows where the offer was, then the chat says the model is ready.
+    const ready = ui.page.getByTestId("model-ready");
+    await ready.waitFor({ timeout: 60_000 });
+    expect(await ready.textContent()).toMatch(/is ready — the download is complete/);
     expect(hub.requests.some((r) => r.path.endsWith(".gguf"))).toBe(true);
-    // The download became the active model; the server follows the setting and loads it.
-    await expect.poll(() => ui.page.getByTestId("model-state").textContent(), { timeout: 30_000 }).toContain("ready");
-    expect(await ui.page.getByTestId("model-row").filter({ hasText: "active" }).count()).toBe(1);
+    expect(await ui.page.getByTestId("chat-send").isEnabled()).toBe(true);
     await ui.screenshot("first-run-done");
 
+    await ui.open("models");
+    await expect.poll(() => ui.page.getByTestId("model-row").filter({ hasText: "loaded" }).count()).toBe(1);
+    expect(await ui.page.getByTestId("model-row").filter({ hasText: "default" }).count()).toBe(1);
+
     await ui.open("chat");
-    await ui.page.getByTestId("chat-mode").selectOption("fast");
-    await ui.page.getByTestId("chat-input").fill("Hello?");
+    await ui.page.getByTestId("chat-effort").selectOption("none");
     await ui.page.getByTestId("chat-send").click();
     const answer = ui.page.getByTestId("turn-assistant").last();
     await expect.poll(() => answer.getAttribute("data-status"), { timeout: 30_000 }).toBe("done");

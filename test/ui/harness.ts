@@ -80,11 +80,14 @@ class SlowProxy {
   readonly server: Server;
 
   constructor(private readonly target: URL) {
-    this.server = createServer((req, res) => void this.forward(req, res));
+    // A client that goes away mid-request must not become an unhandled rejection in the test run.
+    this.server = createServer((req, res) => void this.forward(req, res).catch(() => res.destroy()));
   }
 
   /** When set, the next streamed chat completion is answered with this text instead of the model's. */
   cannedAnswer: string | null = null;
+  /** When set, the next chat completion is answered with this HTTP error (status and OpenAI-shaped body). */
+  cannedError: { status: number; body: unknown } | null = null;
 
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
@@ -92,6 +95,14 @@ class SlowProxy {
     const body = Buffer.concat(chunks);
     const record: ProxiedRequest = { method: req.method ?? "GET", path: req.url ?? "/", body: body.toString("utf8"), clientAborted: false, ended: false };
     this.requests.push(record);
+    if (this.cannedError !== null && req.method === "POST" && req.url === "/v1/chat/completions") {
+      const { status, body: errorBody } = this.cannedError;
+      this.cannedError = null;
+      res.writeHead(status, { "content-type": "application/json", "access-control-allow-origin": String(req.headers.origin ?? "*") });
+      res.end(JSON.stringify(errorBody));
+      record.ended = true;
+      return;
+    }
     if (this.cannedAnswer !== null && req.method === "POST" && req.url === "/v1/chat/completions") {
       const text = this.cannedAnswer;
       this.cannedAnswer = null;
@@ -153,8 +164,15 @@ export interface UiHarness {
   /** Opens a page of the window (chat, keys, models, server, ...). */
   open(page: string): Promise<void>;
   screenshot(name: string): Promise<void>;
+  /** Runs axe-core on the page as it is: the serious and critical violations, described. */
+  axe(): Promise<string[]>;
+  /** Errors thrown in the page so far. */
+  pageErrors: string[];
+  screenshotsDir: string;
   close(): Promise<void>;
 }
+
+const AXE_SOURCE = readFileSync(join(ROOT, "node_modules", "axe-core", "axe.min.js"), "utf8");
 
 /** Without a model path the server starts as on a first run: no model, following the active-model setting. */
 export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
@@ -190,7 +208,8 @@ export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
       "--disable-sync",
     ],
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: pageUrl });
   await context.exposeFunction("__svcConsoleCall", (method: unknown, args: unknown) => dispatchConsoleCall(service, method, args));
   await context.addInitScript(() => {
     const call = (window as unknown as { __svcConsoleCall: (m: string, a: unknown[]) => Promise<unknown> }).__svcConsoleCall;
@@ -218,8 +237,20 @@ export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
       await page.getByTestId(`${name}-page`).waitFor();
       if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
     },
+    pageErrors,
+    screenshotsDir: SCREENSHOTS,
     async screenshot(name) {
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    },
+    async axe() {
+      // Evaluated over the DevTools protocol, which the page's CSP (script-src 'self') does not govern.
+      if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
+      const result = (await page.evaluate(() =>
+        (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<unknown> } }).axe.run(document, { resultTypes: ["violations"] }),
+      )) as { violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[]; failureSummary?: string }> }> };
+      return result.violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(", ")} (${v.nodes[0]?.failureSummary ?? ""})`);
     },
     async close() {
       await browser.close().catch(() => undefined);

@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { chooseNativeBinding, devNativeBindingPath } from "../../main/dev-native.js";
-import { hostForStart, isAddressInUse, isPortTaken, planPort, portNoteFor } from "../../main/server-plan.js";
+import { hostForStart, isAddressInUse, isPortTaken, planPort, portForStart, portNoteFor, windowProfileDir } from "../../main/server-plan.js";
 import { trayText } from "../../main/tray-status.js";
 
 describe("hostForStart", () => {
@@ -20,6 +20,21 @@ describe("hostForStart", () => {
     expect(hostForStart("off", "192.168.1.5")).toBe("192.168.1.5");
     expect(hostForStart("on", " ::1 ")).toBe("::1");
     expect(hostForStart("on", "")).toBe("0.0.0.0");
+  });
+});
+
+describe("portForStart and windowProfileDir", () => {
+  it("takes the window's port setting unless SVC_PORT is set", () => {
+    expect(portForStart(9090, undefined, 8787)).toBe(9090);
+    expect(portForStart(null, undefined, 8787)).toBe(8787);
+    expect(portForStart(9090, "7000", 7000)).toBe(7000);
+    expect(portForStart(9090, " ", 8787)).toBe(9090);
+  });
+
+  it("keeps the window's profile (its saved chats) beside the data dir, never inside it", () => {
+    expect(windowProfileDir("/home/a/.config/svc-desktop")).toBe("/home/a/.config/svc-desktop-window");
+    expect(windowProfileDir("/data/svc/")).toBe("/data/svc-window");
+    expect(windowProfileDir("/data/svc").startsWith("/data/svc/")).toBe(false);
   });
 });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import { describeDownloadError, findErrorCode } from "../../server/features/models/download-errors.js";
-import { parseModelSource, parseSha256, RECOMMENDED_MODEL } from "../../server/features/models/model-sources.js";
+import { fitOf, parseModelSource, parseSha256, RECOMMENDED_MODEL, SUGGESTED_MODELS } from "../../server/features/models/model-sources.js";
 import { filesOfModel, isLaterSplitPart } from "../../server/features/models/models-folder.js";
 import {
   formatBytes,
@@ -108,6 +108,9 @@ describe("progress formatting", () => {
     expect(formatBytes(1500)).toBe("1.50 kB");
     expect(formatBytes(12_601_056)).toBe("12.6 MB");
     expect(formatBytes(150_000_000)).toBe("150 MB");
+    // Never "1000 kB": it rounds up into the next unit.
+    expect(formatBytes(999_700)).toBe("1.00 MB");
+    expect(formatBytes(3_601_056)).toBe("3.60 MB");
     expect(formatBytes(2_500_000_000)).toBe("2.50 GB");
   });
 
@@ -185,5 +188,17 @@ describe("SpeedMeter", () => {
     meter.add(0, 0);
     meter.add(5e6, 1000);
     expect(meter.add(1e6, 1100).bytesPerSecond).toBe(0);
+  });
+});
+
+describe("suggested models", () => {
+  it("judge the fit by GPU memory, else by system memory", () => {
+    const gb = 1e9;
+    const fourB = SUGGESTED_MODELS.find((m) => m.source === RECOMMENDED_MODEL.source)!;
+    expect(fitOf(fourB, { ramTotalBytes: 8 * gb, vramTotalBytes: 0, gpu: false })).toBe("fits");
+    expect(fitOf(fourB, { ramTotalBytes: 5 * gb, vramTotalBytes: 0, gpu: false })).toBe("tight");
+    expect(fitOf(fourB, { ramTotalBytes: 4 * gb, vramTotalBytes: 0, gpu: false })).toBe("too_big");
+    expect(fitOf(fourB, { ramTotalBytes: 4 * gb, vramTotalBytes: 6 * gb, gpu: true })).toBe("fits_gpu");
+    expect(SUGGESTED_MODELS.map((m) => m.approxBytes)).toEqual([...SUGGESTED_MODELS.map((m) => m.approxBytes)].sort((a, b) => a - b));
   });
 });

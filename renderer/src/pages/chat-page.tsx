@@ -1,140 +1,332 @@
-// Chat with the local model over the Chat Completions API, exactly as any OpenAI client does. The conversation
-// lives in this window only (the server keeps nothing); Export saves it as JSON.
+// Chat with the local model over the Chat Completions API, exactly as any OpenAI client does. Chats are saved
+// by the window in its own storage (chat-store.ts); the server keeps nothing of them.
 import OpenAI from "openai";
-import { useEffect, useRef, useState, type DragEvent } from "react";
-import type { ServerInfo } from "../../../server/features/console/contract";
-import { consoleApi } from "../console-client";
+import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
+import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../../server/features/console/contract";
+import { ATTACH_ACCEPT, attachRefusal, MAX_ATTACHMENT_BYTES, readAsDataUrl } from "../chat/attachments";
+import { describeChatError, isKeyRefused } from "../chat/chat-errors";
+import { ChatList } from "../chat/chat-list";
+import { deleteAllChats, deleteChat, listChats, saveChat, titleFor, type SavedChat } from "../chat/chat-store";
+import { SettingsDrawer } from "../chat/settings-drawer";
+import { TurnView } from "../chat/turn-view";
+import type { Attachment, ProblemAction, Turn, TurnStats } from "../chat/types";
+import { consoleApi, isDownloadRunning } from "../console-client";
+import { FirstRunPanel } from "../first-run";
 import { formatBytes } from "../format";
-import { Markdown } from "../markdown";
+import { Paperclip, Send, Settings2, Square, X } from "../icons";
+import { defaultEffort, EFFORTS, useSettings, type Effort } from "../settings";
 
-type Mode = "fast" | "thinking";
-type Effort = "low" | "medium" | "high";
+type Usage = OpenAI.CompletionUsage & { completion_tokens_details?: { reasoning_tokens?: number }; prompt_tokens_details?: { cached_tokens?: number } };
 
-interface Attachment {
-  name: string;
-  type: string;
-  size: number;
-  dataUrl: string;
+function newId(): string {
+  return crypto.randomUUID();
 }
 
-interface Turn {
-  id: number;
-  role: "user" | "assistant";
-  content: string;
-  reasoning: string;
-  attachments: Attachment[];
-  status: "streaming" | "done" | "stopped" | "error";
-  mode?: Mode;
-  error?: string;
-}
-
-const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
-
-function readAsDataUrl(file: File): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result));
-    reader.onerror = () => reject(reader.error ?? new Error("read failed"));
-    reader.readAsDataURL(file);
-  });
-}
-
-function toApiMessages(turns: Turn[]): OpenAI.Chat.ChatCompletionMessageParam[] {
-  return turns
-    .filter((t) => t.status !== "error" && (t.content !== "" || t.attachments.length > 0))
-    .map((t): OpenAI.Chat.ChatCompletionMessageParam => {
-      if (t.role === "assistant") return { role: "assistant", content: t.content };
-      if (t.attachments.length === 0) return { role: "user", content: t.content };
-      return {
+function toApiMessages(turns: Turn[], systemPrompt: string): OpenAI.Chat.ChatCompletionMessageParam[] {
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = systemPrompt.trim() ? [{ role: "system", content: systemPrompt.trim() }] : [];
+  for (const t of turns) {
+    // A refused or failed exchange is shown but never sent again: one bad message must not poison the rest.
+    if (t.status === "error" || (t.content === "" && t.attachments.length === 0)) continue;
+    if (t.role === "assistant") messages.push({ role: "assistant", content: t.content });
+    else if (t.attachments.length === 0) messages.push({ role: "user", content: t.content });
+    else
+      messages.push({
         role: "user",
         content: [
           ...(t.content ? [{ type: "text" as const, text: t.content }] : []),
           ...t.attachments.map((a) => ({ type: "file" as const, file: { filename: a.name, file_data: a.dataUrl } })),
         ],
-      };
-    });
+      });
+  }
+  return messages;
 }
 
-export function ChatPage({ info }: { info: ServerInfo | null }) {
+function statsOf(t0: number, firstToken: number | null, firstAnswer: number | null, firstReasoning: number | null, end: number, usage: Usage | null): TurnStats {
+  const completion = usage?.completion_tokens ?? null;
+  const genMs = firstToken !== null ? end - firstToken : null;
+  return {
+    firstTokenMs: firstToken !== null ? firstToken - t0 : null,
+    thinkingMs: firstReasoning !== null ? (firstAnswer ?? end) - firstReasoning : null,
+    totalMs: end - t0,
+    promptTokens: usage?.prompt_tokens ?? null,
+    cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? null,
+    completionTokens: completion,
+    reasoningTokens: (usage as { reasoning_tokens?: number } | null)?.reasoning_tokens ?? usage?.completion_tokens_details?.reasoning_tokens ?? null,
+    tokensPerSecond: completion !== null && genMs !== null && genMs > 0 && completion > 1 ? (completion - 1) / (genMs / 1000) : null,
+  };
+}
+
+export interface ChatPageProps {
+  info: ServerInfo | null;
+  status: StatusView | null;
+  offer: FirstRunView | null;
+  downloads: DownloadView[];
+  visible: boolean;
+  /** Increments when the user asks for a new chat from anywhere (Ctrl+N). */
+  newChatRequest: number;
+  onGo: (page: "models") => void;
+  /** Asks the window to read the server's state again now (after starting a download, say). */
+  onRefresh: () => void;
+}
+
+export function ChatPage({ info, status, offer, downloads, visible, newChatRequest, onGo, onRefresh }: ChatPageProps) {
+  const [settings, setSettings] = useSettings();
+  const [chats, setChats] = useState<SavedChat[]>([]);
+  const [chatId, setChatId] = useState<string | null>(null);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [draft, setDraft] = useState("");
-  const [mode, setMode] = useState<Mode>("thinking");
-  const [effort, setEffort] = useState<Effort>("medium");
   const [attachments, setAttachments] = useState<Attachment[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
+  const [drawerOpen, setDrawerOpen] = useState(false);
+  const [listOpen, setListOpen] = useState(false);
+  const [announcement, setAnnouncement] = useState("");
+  const [storageError, setStorageError] = useState<string | null>(null);
   const abortRef = useRef<AbortController | null>(null);
-  const nextId = useRef(1);
   const listRef = useRef<HTMLDivElement>(null);
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+  const fileRef = useRef<HTMLInputElement>(null);
+  const stickToBottom = useRef(true);
+  const chatMeta = useRef<{ createdAt: number; title: string | null }>({ createdAt: Date.now(), title: null });
   const streaming = turns.some((t) => t.status === "streaming");
 
+  const hardware = defaultEffort(status?.gpu?.backend);
+  const effort: Effort = settings.effort ?? hardware.effort;
+  const modelState = status?.model.state ?? null;
+  const modelReady = modelState === "ready";
+  const runningDownload = downloads.find(isDownloadRunning) ?? null;
+
+  const refreshChats = useCallback(async () => {
+    try {
+      setChats(await listChats());
+      setStorageError(null);
+    } catch (err) {
+      setStorageError(`Saved chats are unavailable: ${(err as Error).message}`);
+    }
+  }, []);
   useEffect(() => {
-    listRef.current?.scrollTo({ top: listRef.current.scrollHeight });
+    void refreshChats();
+  }, [refreshChats]);
+
+  // Follow the answer while the user is at the bottom; leave the view alone once they scroll up to read.
+  const onScroll = () => {
+    const el = listRef.current;
+    if (el) stickToBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+  };
+  useEffect(() => {
+    const el = listRef.current;
+    if (el && stickToBottom.current) el.scrollTop = el.scrollHeight;
   }, [turns]);
 
-  const update = (id: number, change: (turn: Turn) => Partial<Turn>) =>
-    setTurns((all) => all.map((t) => (t.id === id ? { ...t, ...change(t) } : t)));
+  // Saved when an answer ends (not on every token), and after edits.
+  useEffect(() => {
+    if (streaming || !chatId || turns.length === 0 || !settings.historyEnabled) return;
+    const chat: SavedChat = {
+      id: chatId,
+      title: chatMeta.current.title ?? titleFor(turns),
+      createdAt: chatMeta.current.createdAt,
+      updatedAt: Date.now(),
+      turns: turns.map(({ phase: _phase, ...rest }) => rest),
+    };
+    saveChat(chat).then(refreshChats, (err: Error) => setStorageError(`This chat could not be saved: ${err.message}`));
+  }, [turns, streaming, chatId, settings.historyEnabled, refreshChats]);
+
+  const update = (id: string, change: (turn: Turn) => Partial<Turn>) => setTurns((all) => all.map((t) => (t.id === id ? { ...t, ...change(t) } : t)));
 
   async function attach(files: FileList | File[]) {
     const added: Attachment[] = [];
+    const refused: string[] = [];
     for (const file of Array.from(files)) {
-      if (file.size > MAX_ATTACHMENT_BYTES) {
-        setNotice(`${file.name} is ${formatBytes(file.size)}; attachments are limited to ${formatBytes(MAX_ATTACHMENT_BYTES)}.`);
-        continue;
-      }
-      added.push({ name: file.name, type: file.type || "application/octet-stream", size: file.size, dataUrl: await readAsDataUrl(file) });
+      const why = attachRefusal(file);
+      if (why) refused.push(why);
+      else if (file.size > MAX_ATTACHMENT_BYTES) refused.push(`${file.name} is ${formatBytes(file.size)}; attachments are limited to ${formatBytes(MAX_ATTACHMENT_BYTES)}.`);
+      else added.push({ name: file.name, type: file.type || "text/plain", size: file.size, dataUrl: await readAsDataUrl(file) });
     }
+    setNotice(refused.length ? refused.join(" ") : null);
     setAttachments((current) => [...current, ...added]);
   }
 
-  async function send() {
-    const text = draft.trim();
-    if ((!text && attachments.length === 0) || streaming || !info) return;
-    setNotice(null);
-    const user: Turn = { id: nextId.current++, role: "user", content: text, reasoning: "", attachments, status: "done" };
-    const answer: Turn = { id: nextId.current++, role: "assistant", content: "", reasoning: "", attachments: [], status: "streaming", mode };
-    const history = [...turns, user];
-    setTurns([...history, answer]);
-    setDraft("");
-    setAttachments([]);
+  /** Streams an answer to `history`, whose last turn is the user's. */
+  async function answer(history: Turn[]) {
+    if (!info) return;
+    const user = history.at(-1)!;
+    const reply: Turn = { id: newId(), role: "assistant", content: "", reasoning: "", attachments: [], status: "streaming", effort, phase: "waiting", startedAt: Date.now() };
+    stickToBottom.current = true;
+    if (!chatId) {
+      setChatId(newId());
+      chatMeta.current = { createdAt: Date.now(), title: null };
+    }
+    setTurns([...history.map((t) => (t.id === user.id ? { ...t, status: "done" as const, problem: undefined } : t)), reply]);
+    setAnnouncement("");
     const abort = new AbortController();
     abortRef.current = abort;
-    try {
-      const apiKey = await consoleApi.windowKey();
+    const t0 = performance.now();
+    let firstToken: number | null = null;
+    let firstAnswer: number | null = null;
+    let firstReasoning: number | null = null;
+    let usage: Usage | null = null;
+    let content = "";
+    const body: OpenAI.Chat.ChatCompletionCreateParamsStreaming = {
+      model: "svc",
+      messages: toApiMessages(history, settings.systemPrompt),
+      stream: true,
+      reasoning_effort: effort as OpenAI.ReasoningEffort,
+      ...(settings.temperature !== null ? { temperature: settings.temperature } : {}),
+      ...(settings.maxTokens !== null ? { max_tokens: settings.maxTokens } : {}),
+    };
+    const run = async (apiKey: string) => {
       const client = new OpenAI({ baseURL: info.openaiBaseUrl, apiKey, dangerouslyAllowBrowser: true, maxRetries: 0 });
-      const stream = await client.chat.completions.create(
-        {
-          model: "svc",
-          messages: toApiMessages(history),
-          stream: true,
-          reasoning_effort: (mode === "fast" ? "none" : effort) as OpenAI.ReasoningEffort,
-        },
-        { signal: abort.signal },
-      );
+      const stream = await client.chat.completions.create(body, { signal: abort.signal });
       for await (const chunk of stream) {
+        if (chunk.usage) usage = chunk.usage as Usage;
         const delta = chunk.choices[0]?.delta as (OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string }) | undefined;
         if (!delta) continue;
-        if (delta.reasoning_content) update(answer.id, (t) => ({ reasoning: t.reasoning + delta.reasoning_content }));
-        if (delta.content) update(answer.id, (t) => ({ content: t.content + delta.content }));
+        const now = performance.now();
+        if (delta.reasoning_content) {
+          firstToken ??= now;
+          firstReasoning ??= now;
+          update(reply.id, (t) => ({ reasoning: t.reasoning + delta.reasoning_content, phase: "thinking" }));
+        }
+        if (delta.content) {
+          firstToken ??= now;
+          firstAnswer ??= now;
+          content += delta.content;
+          update(reply.id, (t) => ({ content: t.content + delta.content, phase: "writing" }));
+        }
       }
+    };
+    try {
+      try {
+        await run(await consoleApi.windowKey());
+      } catch (err) {
+        // The window's key was revoked elsewhere: the main process makes a new one; send once more.
+        if (!isKeyRefused(err) || abort.signal.aborted) throw err;
+        await run(await consoleApi.windowKey());
+      }
+      const stats = statsOf(t0, firstToken, firstAnswer, firstReasoning, performance.now(), usage);
       // The SDK ends the iteration quietly when the request is aborted.
-      update(answer.id, () => ({ status: abort.signal.aborted ? "stopped" : "done" }));
+      update(reply.id, () => ({ status: abort.signal.aborted ? "stopped" : "done", phase: undefined, stats }));
+      setAnnouncement(abort.signal.aborted ? "Stopped." : `The model answered: ${content.slice(0, 600)}`);
     } catch (err) {
-      if (abort.signal.aborted) update(answer.id, () => ({ status: "stopped" }));
-      else update(answer.id, () => ({ status: "error", error: (err as Error).message }));
+      if (abort.signal.aborted) {
+        update(reply.id, () => ({ status: "stopped", phase: undefined }));
+        setAnnouncement("Stopped.");
+      } else {
+        const problem = describeChatError(err, { text: user.content, attachments: user.attachments });
+        // The user's message stays visible, marked as not answered, and is left out of what is sent next.
+        setTurns((all) => all.map((t) => (t.id === reply.id ? { ...t, status: "error", phase: undefined, problem } : t.id === user.id ? { ...t, status: "error" } : t)));
+        setAnnouncement(`${problem.title} ${problem.detail}`);
+      }
     } finally {
       abortRef.current = null;
     }
   }
 
-  function stop() {
+  function send() {
+    const text = draft.trim();
+    if ((!text && attachments.length === 0) || streaming || !info || !modelReady) return;
+    setNotice(null);
+    const user: Turn = { id: newId(), role: "user", content: text, reasoning: "", attachments, status: "done" };
+    setDraft("");
+    setAttachments([]);
+    void answer([...turns, user]);
+  }
+
+  const stop = useCallback(() => abortRef.current?.abort(), []);
+
+  const newChat = useCallback(() => {
     abortRef.current?.abort();
+    setTurns([]);
+    setChatId(null);
+    chatMeta.current = { createdAt: Date.now(), title: null };
+    setDraft("");
+    setAttachments([]);
+    setNotice(null);
+    setListOpen(false);
+    setTimeout(() => inputRef.current?.focus(), 0);
+  }, []);
+
+  useEffect(() => {
+    if (newChatRequest > 0) newChat();
+  }, [newChatRequest, newChat]);
+
+  // Esc stops the answer being written.
+  useEffect(() => {
+    if (!visible) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape" && abortRef.current) {
+        event.preventDefault();
+        stop();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [visible, stop]);
+
+  function openChat(chat: SavedChat) {
+    if (streaming) return;
+    setChatId(chat.id);
+    chatMeta.current = { createdAt: chat.createdAt, title: chat.title };
+    setTurns(chat.turns.map((t) => (t.status === "streaming" ? { ...t, status: "stopped" } : t)));
+    setListOpen(false);
+  }
+
+  /** The failed exchange ending at `answerId`: its user turn and the text to work with. */
+  function failedPair(answerId: string): { user: Turn; before: Turn[] } | null {
+    const index = turns.findIndex((t) => t.id === answerId);
+    const user = turns[index - 1];
+    if (index < 1 || !user || user.role !== "user") return null;
+    return { user, before: turns.slice(0, index - 1) };
+  }
+
+  function onProblemAction(answerId: string, action: ProblemAction) {
+    const pair = failedPair(answerId);
+    switch (action) {
+      case "open_models":
+        onGo("models");
+        return;
+      case "new_chat":
+        newChat();
+        return;
+      case "retry":
+        if (pair) void answer([...pair.before, { ...pair.user, status: "done" }]);
+        return;
+      case "send_without_attachments":
+        if (!pair) return;
+        if (!pair.user.content) {
+          setTurns(pair.before);
+          return;
+        }
+        void answer([...pair.before, { ...pair.user, id: newId(), attachments: [], status: "done" }]);
+        return;
+      case "edit":
+        if (!pair) return;
+        setTurns(pair.before);
+        setDraft(pair.user.content);
+        setAttachments(pair.user.attachments);
+        setTimeout(() => inputRef.current?.focus(), 0);
+        return;
+    }
+  }
+
+  function regenerate(answerId: string) {
+    const index = turns.findIndex((t) => t.id === answerId);
+    if (index < 1 || streaming) return;
+    void answer(turns.slice(0, index));
+  }
+
+  function resendEdited(userId: string, text: string) {
+    const index = turns.findIndex((t) => t.id === userId);
+    if (index < 0 || streaming || !modelReady) return;
+    const original = turns[index]!;
+    void answer([...turns.slice(0, index), { ...original, id: newId(), content: text.trim(), status: "done" }]);
   }
 
   function exportConversation() {
     const data = {
       exported_at: new Date().toISOString(),
       model: "svc",
+      ...(settings.systemPrompt.trim() ? { system: settings.systemPrompt.trim() } : {}),
       messages: turns.map((t) => ({
         role: t.role,
         content: t.content,
@@ -157,10 +349,15 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
     if (event.dataTransfer.files.length) void attach(event.dataTransfer.files);
   };
 
+  const lastAssistant = [...turns].reverse().find((t) => t.role === "assistant");
+  const blocked = !info ? "Waiting for the server…" : modelState === "loading" ? "The model is loading…" : !modelReady ? "Get a model first (see above)." : null;
+  const current = chats.find((c) => c.id === chatId);
+
   return (
     <section
-      className={`page chat ${dragging ? "dragging" : ""}`}
+      className={`page chat ${dragging ? "dragging" : ""} ${drawerOpen ? "with-drawer" : ""} ${listOpen ? "list-open" : ""}`}
       data-testid="chat-page"
+      aria-labelledby="chat-title"
       onDragOver={(e) => {
         e.preventDefault();
         setDragging(true);
@@ -168,123 +365,227 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
       onDragLeave={() => setDragging(false)}
       onDrop={onDrop}
     >
-      <header className="page-header">
-        <h1>Chat</h1>
-        <div className="toolbar">
-          <label>
-            Mode{" "}
-            <select data-testid="chat-mode" value={mode} onChange={(e) => setMode(e.target.value as Mode)} disabled={streaming}>
-              <option value="fast">Fast</option>
-              <option value="thinking">Thinking</option>
-            </select>
-          </label>
-          {mode === "thinking" && (
+      <ChatList
+        chats={chats}
+        currentId={chatId}
+        busy={streaming}
+        historyEnabled={settings.historyEnabled}
+        storageError={storageError}
+        onNew={newChat}
+        onOpen={openChat}
+        onRename={async (chat, title) => {
+          if (chat.id === chatId) chatMeta.current.title = title;
+          await saveChat({ ...chat, title });
+          await refreshChats();
+        }}
+        onDelete={async (chat) => {
+          await deleteChat(chat.id);
+          if (chat.id === chatId) newChat();
+          await refreshChats();
+        }}
+        onDeleteAll={async () => {
+          await deleteAllChats();
+          newChat();
+          // Not read back: that would create the database again, empty, before anything is saved.
+          setChats([]);
+        }}
+        onHistory={(enabled) => setSettings({ historyEnabled: enabled })}
+      />
+
+      <div className="chat-main">
+        <header className="page-header">
+          <div className="title-row">
+            <button className="chats-toggle" aria-expanded={listOpen} onClick={() => setListOpen((v) => !v)}>
+              Chats
+            </button>
+            <h1 id="chat-title">{current?.title ?? (turns.length ? titleFor(turns) : "Chat")}</h1>
+          </div>
+          <div className="toolbar">
             <label>
-              Effort{" "}
-              <select data-testid="chat-effort" value={effort} onChange={(e) => setEffort(e.target.value as Effort)} disabled={streaming}>
-                <option value="low">Low</option>
-                <option value="medium">Medium</option>
-                <option value="high">High</option>
+              Thinking{" "}
+              <select data-testid="chat-effort" value={effort} onChange={(e) => setSettings({ effort: e.target.value as Effort })} disabled={streaming}>
+                {EFFORTS.map((e) => (
+                  <option key={e.value} value={e.value}>
+                    {e.label}
+                  </option>
+                ))}
               </select>
             </label>
+            <button data-testid="chat-settings" aria-expanded={drawerOpen} aria-controls="chat-settings-drawer" onClick={() => setDrawerOpen((v) => !v)}>
+              <Settings2 size={15} aria-hidden /> Settings
+            </button>
+            <button data-testid="chat-export" onClick={exportConversation} disabled={turns.length === 0}>
+              Export
+            </button>
+          </div>
+        </header>
+        {settings.effort === null && status && (
+          <p className="hint" data-testid="effort-hint">
+            {hardware.reason}
+          </p>
+        )}
+
+        <div className="turns" ref={listRef} onScroll={onScroll} data-testid="chat-turns" tabIndex={0} aria-label="Conversation">
+          {turns.length === 0 && (
+            <EmptyChat info={info} status={status} offer={offer} download={runningDownload} downloads={downloads} onGo={onGo} onRefresh={onRefresh} />
           )}
-          <button data-testid="chat-export" onClick={exportConversation} disabled={turns.length === 0}>
-            Export
-          </button>
-          <button data-testid="chat-clear" onClick={() => setTurns([])} disabled={streaming || turns.length === 0}>
-            New chat
-          </button>
-        </div>
-      </header>
-
-      <div className="turns" ref={listRef} data-testid="chat-turns">
-        {turns.length === 0 && <p className="empty">Ask the local model anything. Drop text or PDF files here to attach them.</p>}
-        {turns.map((turn) => (
-          <article key={turn.id} className={`turn ${turn.role}`} data-testid={`turn-${turn.role}`} data-status={turn.status}>
-            {turn.role === "assistant" && turn.reasoning && (
-              <details className="reasoning" data-testid="turn-reasoning" open={turn.status === "streaming"}>
-                <summary>Thought{turn.status === "streaming" && !turn.content ? "…" : ""}</summary>
-                <div className="reasoning-text" data-testid="turn-reasoning-text">
-                  {turn.reasoning}
-                </div>
-              </details>
-            )}
-            {turn.role === "assistant" ? <Markdown text={turn.content} testId="turn-content" /> : <p data-testid="turn-content">{turn.content}</p>}
-            {turn.attachments.length > 0 && (
-              <ul className="attachments">
-                {turn.attachments.map((a) => (
-                  <li key={a.name}>📎 {a.name}</li>
-                ))}
-              </ul>
-            )}
-            {turn.status === "stopped" && <p className="turn-note" data-testid="turn-stopped">Stopped.</p>}
-            {turn.status === "error" && (
-              <p className="turn-note error" data-testid="turn-error">
-                {turn.error}
-              </p>
-            )}
-          </article>
-        ))}
-      </div>
-
-      {notice && <p className="notice">{notice}</p>}
-      {attachments.length > 0 && (
-        <ul className="attachments pending" data-testid="chat-attachments">
-          {attachments.map((a, i) => (
-            <li key={`${a.name}-${i}`}>
-              📎 {a.name} ({formatBytes(a.size)}){" "}
-              <button className="link" onClick={() => setAttachments((all) => all.filter((_, j) => j !== i))} aria-label={`Remove ${a.name}`}>
-                ✕
-              </button>
-            </li>
+          {turns.map((turn) => (
+            <TurnView
+              key={turn.id}
+              turn={turn}
+              busy={streaming}
+              canEdit={modelReady}
+              isLastAnswer={turn.id === lastAssistant?.id}
+              onRegenerate={() => regenerate(turn.id)}
+              onResend={(text) => resendEdited(turn.id, text)}
+              onProblemAction={(action) => onProblemAction(turn.id, action)}
+            />
           ))}
-        </ul>
-      )}
-      <form
-        className="composer"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void send();
-        }}
-      >
-        <textarea
-          data-testid="chat-input"
-          value={draft}
-          placeholder={info ? "Message the local model (Enter sends, Shift+Enter for a new line)" : "Waiting for the server…"}
-          onChange={(e) => setDraft(e.target.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Enter" && !e.shiftKey) {
-              e.preventDefault();
-              void send();
-            }
+        </div>
+        <div className="sr-only" aria-live="polite" data-testid="chat-announcer">
+          {announcement}
+        </div>
+
+        {notice && (
+          <p className="notice" role="status" data-testid="chat-notice">
+            {notice}
+          </p>
+        )}
+        {attachments.length > 0 && (
+          <ul className="attachments pending" data-testid="chat-attachments" aria-label="Attachments to send">
+            {attachments.map((a, i) => (
+              <li key={`${a.name}-${i}`}>
+                <Paperclip size={13} aria-hidden /> {a.name} ({formatBytes(a.size)}){" "}
+                <button className="icon" onClick={() => setAttachments((all) => all.filter((_, j) => j !== i))} aria-label={`Remove ${a.name}`}>
+                  <X size={13} aria-hidden />
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+        <form
+          className="composer"
+          onSubmit={(e) => {
+            e.preventDefault();
+            send();
           }}
-          rows={3}
-        />
-        <div className="composer-actions">
-          <label className="button">
-            Attach
+        >
+          <label htmlFor="chat-input" className="sr-only">
+            Message
+          </label>
+          <textarea
+            id="chat-input"
+            ref={inputRef}
+            data-testid="chat-input"
+            value={draft}
+            placeholder={blocked ?? "Message the local model (Enter sends, Shift+Enter for a new line, Esc stops)"}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
+                e.preventDefault();
+                send();
+              }
+            }}
+            rows={3}
+          />
+          <div className="composer-actions">
             <input
+              ref={fileRef}
               type="file"
               multiple
               hidden
+              accept={ATTACH_ACCEPT}
               data-testid="chat-attach"
               onChange={(e) => {
                 if (e.target.files) void attach(e.target.files);
                 e.target.value = "";
               }}
             />
-          </label>
-          {streaming ? (
-            <button type="button" className="danger" data-testid="chat-stop" onClick={stop}>
-              Stop
+            <button type="button" data-testid="chat-attach-button" onClick={() => fileRef.current?.click()} title="Attach text, code or PDF files">
+              <Paperclip size={15} aria-hidden /> Attach
             </button>
-          ) : (
-            <button type="submit" className="primary" data-testid="chat-send" disabled={!info || (!draft.trim() && attachments.length === 0)}>
-              Send
-            </button>
-          )}
-        </div>
-      </form>
+            {streaming ? (
+              <button type="button" className="danger" data-testid="chat-stop" onClick={stop} title="Stop (Esc)">
+                <Square size={14} aria-hidden /> Stop
+              </button>
+            ) : (
+              <button type="submit" className="primary" data-testid="chat-send" disabled={blocked !== null || (!draft.trim() && attachments.length === 0)}>
+                <Send size={14} aria-hidden /> Send
+              </button>
+            )}
+          </div>
+        </form>
+        {blocked && info && (
+          <p className="muted small" data-testid="chat-blocked">
+            {blocked}
+          </p>
+        )}
+      </div>
+
+      <SettingsDrawer open={drawerOpen} onClose={() => setDrawerOpen(false)} effort={effort} />
     </section>
+  );
+}
+
+/** What an empty chat shows: how to get a model on a first run, its download, and when it is ready. */
+function EmptyChat({
+  info,
+  status,
+  offer,
+  download,
+  downloads,
+  onGo,
+  onRefresh,
+}: {
+  info: ServerInfo | null;
+  status: StatusView | null;
+  offer: FirstRunView | null;
+  download: DownloadView | null;
+  downloads: DownloadView[];
+  onGo: (page: "models") => void;
+  onRefresh: () => void;
+}) {
+  if (!info || !status) return <p className="empty">Waiting for the server…</p>;
+  const state = status.model.state;
+  if (download) {
+    const percent = download.totalBytes > 0 ? Math.floor((download.downloadedBytes / download.totalBytes) * 100) : null;
+    return (
+      <div className="card first-run" data-testid="first-run-progress">
+        <h2>Downloading {download.file ?? download.source}</h2>
+        <progress max={100} value={percent ?? undefined} aria-label="Download progress" />
+        <p className="muted">
+          {percent !== null ? `${percent}% · ` : ""}
+          {formatBytes(download.downloadedBytes)}
+          {download.totalBytes ? ` of ${formatBytes(download.totalBytes)}` : ""}. The chat opens when it is done; you can leave this page meanwhile.
+        </p>
+      </div>
+    );
+  }
+  if (state === "loading")
+    return (
+      <p className="empty" data-testid="model-loading">
+        Loading the model… the chat opens in a few seconds.
+      </p>
+    );
+  if (state === "ready") {
+    const justDownloaded = downloads.some((d) => d.phase === "done");
+    return (
+      <div className="empty ready" data-testid="model-ready">
+        <p>
+          <strong>{status.model.name ?? status.model.file}</strong> is ready{justDownloaded ? " — the download is complete" : ""}. Ask it anything.
+        </p>
+        <p className="muted">Drop text, code or PDF files here to attach them. Ctrl+N starts a new chat; Esc stops an answer.</p>
+      </div>
+    );
+  }
+  if (offer) return <FirstRunPanel offer={offer} onStarted={onRefresh} onChoose={() => onGo("models")} />;
+  return (
+    <div className="card" data-testid="no-model">
+      <h2>No model is loaded</h2>
+      <p>{status.model.error ? `The last load failed: ${status.model.error}` : "Pick a model on the Model page to start chatting."}</p>
+      <button className="primary" onClick={() => onGo("models")}>
+        Open the Model page
+      </button>
+    </div>
   );
 }

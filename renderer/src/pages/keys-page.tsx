@@ -17,6 +17,8 @@ export function KeysPage() {
   const [showRevoked, setShowRevoked] = useState(false);
 
   const refresh = useCallback(async () => {
+    // The window's own key exists before this page lists it (so it is marked, never offered for revoking).
+    await consoleApi.windowKey();
     const [k, a] = await Promise.all([consoleApi.listKeys(), consoleApi.listAccounts()]);
     setKeys(k);
     setAccounts(a);
@@ -39,9 +41,9 @@ export function KeysPage() {
   const shown = keys.filter((k) => showRevoked || k.revokedAt === null);
 
   return (
-    <section className="page" data-testid="keys-page">
+    <section className="page" data-testid="keys-page" aria-labelledby="keys-title">
       <header className="page-header">
-        <h1>Keys and accounts</h1>
+        <h1 id="keys-title">Keys and accounts</h1>
       </header>
 
       <form
@@ -115,13 +117,17 @@ export function KeysPage() {
               <th>Reasoning trace</th>
               <th>Created</th>
               <th>Last used</th>
-              <th></th>
+              <th>
+                <span className="sr-only">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
             {shown.map((k) => (
               <tr key={k.id} data-testid="key-row" data-key-id={k.id} data-revoked={k.revokedAt !== null}>
-                <td>{k.name ?? <em>unnamed</em>}</td>
+                <td>
+                  {k.name ?? <em>unnamed</em>} {k.windowKey && <span className="badge alt">this window</span>}
+                </td>
                 <td>
                   <code>{k.hint}</code>
                 </td>
@@ -140,6 +146,10 @@ export function KeysPage() {
                 <td>
                   {k.revokedAt !== null ? (
                     <span className="muted">revoked {formatTime(k.revokedAt)}</span>
+                  ) : k.windowKey ? (
+                    <span className="muted small" data-testid="key-window-note">
+                      Used by the Chat page; replaced when the app restarts.
+                    </span>
                   ) : confirming === k.id ? (
                     <>
                       <button

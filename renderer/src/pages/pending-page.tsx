@@ -8,9 +8,9 @@ export interface PendingPageProps {
 
 export function PendingPage({ id, title, purpose, waitsFor }: PendingPageProps) {
   return (
-    <section className="page" data-testid={`${id}-page`}>
+    <section className="page" data-testid={`${id}-page`} aria-labelledby={`${id}-title`}>
       <header className="page-header">
-        <h1>{title}</h1>
+        <h1 id={`${id}-title`}>{title}</h1>
       </header>
       <div className="card">
         <p>{purpose}</p>

@@ -1,11 +1,12 @@
 // What the desktop window's console does, over the running server's own services. The Electron main process
 // answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
 // path. Nothing here is reachable over HTTP.
-import { basename } from "node:path";
+import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { isLoopbackHost } from "../../core/loopback.js";
 import type { RunningServer } from "../../index.js";
 import type { KeyInfo } from "../keys/keys-service.js";
+import { fitOf, SUGGESTED_MODELS } from "../models/model-sources.js";
 import type { ModelList, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
@@ -26,6 +27,8 @@ import type { LogBuffer } from "./log-buffer.js";
 
 export const WINDOW_KEY_NAME = "Desktop window";
 export const LAN_EXPOSURE_SETTING = "lan_exposure";
+/** The desktop app's port for its next start (SVC_PORT wins over it). */
+export const PORT_SETTING = "desktop_port";
 
 export interface ConsoleServiceOptions {
   server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "models" | "engineHost" | "scheduler" | "app">;
@@ -35,9 +38,11 @@ export interface ConsoleServiceOptions {
   logs: LogBuffer;
   /** Why the server is not on the configured port, when it is not. */
   portNote?: string | null;
+  /** SVC_PORT set the port (the window's port setting then does not apply). */
+  portFromEnv?: boolean;
 }
 
-function keyView(info: KeyInfo): KeyView {
+function keyView(info: KeyInfo, windowKeyId: string | null = null): KeyView {
   return {
     id: info.id,
     account: info.account,
@@ -47,6 +52,7 @@ function keyView(info: KeyInfo): KeyView {
     createdAt: info.created_at,
     lastUsedAt: info.last_used_at,
     revokedAt: info.revoked_at,
+    windowKey: info.id === windowKeyId,
   };
 }
 
@@ -61,11 +67,22 @@ interface DownloadJob {
 }
 
 export class ConsoleService implements ConsoleApi {
-  private windowKeyValue: string | null = null;
+  private windowKeyValue: { id: string; key: string } | null = null;
   private readonly jobs = new Map<string, DownloadJob>();
   private nextJob = 1;
+  private readonly startedAt = Date.now();
+  private readonly traffic = { requests: 0, errors: 0 };
 
-  constructor(private readonly options: ConsoleServiceOptions) {}
+  constructor(private readonly options: ConsoleServiceOptions) {
+    // Counted where Node hands requests to Fastify, so the count needs nothing from the HTTP layer.
+    options.server.app.server?.on("request", (req: { url?: string }, res: { statusCode: number; once(event: "finish", fn: () => void): unknown }) => {
+      if (!req.url?.startsWith("/v1/")) return;
+      this.traffic.requests++;
+      res.once("finish", () => {
+        if (res.statusCode >= 400) this.traffic.errors++;
+      });
+    });
+  }
 
   private get server() {
     return this.options.server;
@@ -84,6 +101,9 @@ export class ConsoleService implements ConsoleApi {
       dataDir: this.options.dataDir,
       lanExposure: this.server.store.settings.get(LAN_EXPOSURE_SETTING)?.value === "on",
       lanExposed: !isLoopbackHost(this.options.host),
+      portSetting: parsePortSetting(this.server.store.settings.get(PORT_SETTING)?.value),
+      portFromEnv: this.options.portFromEnv === true,
+      startedAt: this.startedAt,
     };
   }
 
@@ -111,6 +131,7 @@ export class ConsoleService implements ConsoleApi {
       ramTotalBytes: hardware.ramTotalBytes,
       ramFreeBytes: hardware.ramFreeBytes,
       requests: { active: queue.running, queued: queue.waiting },
+      usage: { ...this.traffic, ...this.server.engineHost.usage },
     };
   }
 
@@ -121,15 +142,22 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async windowKey(): Promise<string> {
-    if (this.windowKeyValue) return this.windowKeyValue;
-    // Keys are stored hashed, so the last session's window key cannot be shown again: retire it.
+    const current = this.windowKeyValue;
+    if (current) {
+      // Still good unless someone revoked it outside the window (`svc keys revoke`): then make a new one.
+      const row = this.server.store.keys.findById(current.id);
+      if (row && row.revoked_at === null) return current.key;
+      this.options.logs.log("warn", "The window's key was revoked outside the window; it made a new one.");
+    }
+    // Keys are stored hashed, so an earlier window key cannot be shown again: retire it.
     for (const key of this.server.keys.list()) if (key.name === WINDOW_KEY_NAME && key.revoked_at === null) this.server.keys.revoke(key.id);
-    this.windowKeyValue = this.server.keys.create({ name: WINDOW_KEY_NAME }).key;
-    return this.windowKeyValue;
+    const created = this.server.keys.create({ name: WINDOW_KEY_NAME });
+    this.windowKeyValue = { id: created.id, key: created.key };
+    return created.key;
   }
 
   async listKeys(): Promise<KeyView[]> {
-    return this.server.keys.list().map(keyView);
+    return this.server.keys.list().map((k) => keyView(k, this.windowKeyValue?.id ?? null));
   }
 
   async createKey(input: { name?: string; account?: string; reasoningTrace?: boolean } = {}): Promise<CreatedKeyView> {
@@ -143,11 +171,15 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async revokeKey(id: string): Promise<KeyView> {
+    if (this.windowKeyValue && String(id) === this.windowKeyValue.id)
+      throw new AppError("conflict", "This is the window's own key: its Chat page uses it. It is replaced each time the app starts, so it needs no revoking.", {
+        code: "window_key",
+      });
     return keyView(this.server.keys.revoke(String(id)));
   }
 
   async setKeyTrace(id: string, enabled: boolean): Promise<KeyView> {
-    return keyView(this.server.keys.setReasoningTrace(String(id), enabled === true));
+    return keyView(this.server.keys.setReasoningTrace(String(id), enabled === true), this.windowKeyValue?.id ?? null);
   }
 
   async listAccounts(): Promise<AccountView[]> {
@@ -164,13 +196,18 @@ export class ConsoleService implements ConsoleApi {
   async listModels(): Promise<ModelsView> {
     const list: ModelList = await this.server.models.list();
     const recommended = this.server.models.recommended();
+    const loaded = this.server.engineHost.files().current;
+    const hardware = await this.server.models.hardware();
+    const machine = { ramTotalBytes: hardware.ramTotalBytes, vramTotalBytes: hardware.gpu?.vramTotalBytes ?? 0, gpu: (hardware.gpu?.backend ?? "cpu") !== "cpu" };
     return {
       directory: list.directory,
       active: list.active,
+      loaded,
       models: list.models.map((m) => ({
         file: m.file,
         sizeBytes: m.sizeBytes,
         active: m.active,
+        loaded: loaded !== null && resolve(loaded) === resolve(m.path),
         name: m.name,
         architecture: m.architecture,
         quantization: m.quantization,
@@ -178,8 +215,19 @@ export class ConsoleService implements ConsoleApi {
         source: m.source,
         error: m.error,
       })),
-      partial: list.partial.map((p) => ({ file: p.file, bytesOnDisk: p.bytesOnDisk })),
+      partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source })),
       recommended: { source: recommended.source, title: recommended.title },
+      suggested: SUGGESTED_MODELS.map((m) => ({
+        source: m.source,
+        file: m.file,
+        title: m.title,
+        description: m.description,
+        approxBytes: m.approxBytes,
+        needsBytes: m.needsBytes,
+        fit: fitOf(m, machine),
+        recommended: m.source === recommended.source,
+        downloaded: list.models.some((f) => f.file === m.file),
+      })),
     };
   }
 
@@ -199,6 +247,8 @@ export class ConsoleService implements ConsoleApi {
     if (source === "") throw new AppError("invalid_request", "Give a model source: an hf: URI or an https:// URL of a .gguf file.", { code: "invalid_model_source" });
     if ([...this.jobs.values()].some((j) => j.view.source === source && !isFinished(j.view)))
       throw new AppError("conflict", `${source} is already downloading.`, { code: "download_in_progress" });
+    // A retry or resume replaces the ended download of the same source in the list.
+    for (const [id, old] of this.jobs) if (old.view.source === source) this.jobs.delete(id);
     const job: DownloadJob = {
       abort: new AbortController(),
       view: {
@@ -259,6 +309,14 @@ export class ConsoleService implements ConsoleApi {
     return { ...job.view };
   }
 
+  async dismissDownload(id: string): Promise<DownloadView[]> {
+    const job = this.jobs.get(String(id));
+    if (!job) throw new AppError("not_found", `No download with id '${id}'.`, { code: "download_not_found" });
+    if (!isFinished(job.view)) throw new AppError("conflict", "The download is still running; cancel it first.", { code: "download_in_progress" });
+    this.jobs.delete(job.view.id);
+    return this.downloads();
+  }
+
   async setGpuPreference(gpu: GpuPreference): Promise<StatusView> {
     await this.server.models.setGpuPreference(gpu);
     return this.status();
@@ -268,11 +326,28 @@ export class ConsoleService implements ConsoleApi {
     return this.options.logs.since(typeof afterSeq === "number" ? afterSeq : 0);
   }
 
+  async setPort(port: number | null): Promise<ServerInfo> {
+    if (port === null) this.server.store.settings.delete(PORT_SETTING);
+    else {
+      if (!Number.isInteger(port) || port < 1024 || port > 65535)
+        throw new AppError("invalid_request", "A port is a whole number from 1024 to 65535.", { code: "invalid_port" });
+      this.server.store.settings.set(PORT_SETTING, String(port));
+    }
+    this.options.logs.log("info", `Port for the next start: ${port ?? "8787 (the default)"}; it applies when the app restarts.`);
+    return this.serverInfo();
+  }
+
   async setLanExposure(enabled: boolean): Promise<ServerInfo> {
     this.server.store.settings.set(LAN_EXPOSURE_SETTING, enabled === true ? "on" : "off");
     this.options.logs.log("warn", enabled ? "LAN exposure turned on: it applies when the app restarts." : "LAN exposure turned off: it applies when the app restarts.");
     return this.serverInfo();
   }
+}
+
+/** The stored port setting, or null when it is unset or not a port. */
+export function parsePortSetting(value: string | undefined): number | null {
+  const port = Number(value);
+  return value !== undefined && Number.isInteger(port) && port >= 1024 && port <= 65535 ? port : null;
 }
 
 function isFinished(view: DownloadView): boolean {

@@ -22,6 +22,12 @@ export interface ServerInfo {
   lanExposure: boolean;
   /** Whether the running server listens beyond this machine. */
   lanExposed: boolean;
+  /** The port the app asks for at its next start (the window's setting); null: the default, 8787. */
+  portSetting: number | null;
+  /** Set when SVC_PORT decides the port, so the window's setting does not apply. */
+  portFromEnv: boolean;
+  /** When the server started (epoch ms). */
+  startedAt: number;
 }
 
 export interface GpuView {
@@ -48,6 +54,16 @@ export interface StatusView {
   ramTotalBytes: number;
   ramFreeBytes: number;
   requests: { active: number; queued: number };
+  /** Since the server started: HTTP requests to the API, those answered with an error, and tokens served. */
+  usage: {
+    requests: number;
+    errors: number;
+    generations: number;
+    promptTokens: number;
+    cachedTokens: number;
+    completionTokens: number;
+    reasoningTokens: number;
+  };
 }
 
 export interface KeyView {
@@ -59,6 +75,8 @@ export interface KeyView {
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  /** The window's own key (its Chat page uses it): the window does not offer to revoke it. */
+  windowKey: boolean;
 }
 
 export interface CreatedKeyView extends KeyView {
@@ -77,7 +95,10 @@ export interface AccountView {
 export interface ModelFileView {
   file: string;
   sizeBytes: number;
+  /** The model `svc serve` and the app load at start (the active-model setting). */
   active: boolean;
+  /** The model the running server has loaded now. */
+  loaded: boolean;
   name: string | null;
   architecture: string | null;
   quantization: string | null;
@@ -86,12 +107,33 @@ export interface ModelFileView {
   error: string | null;
 }
 
+export type ModelFit = "fits_gpu" | "fits" | "tight" | "too_big";
+
+export interface SuggestedModelView {
+  source: string;
+  file: string;
+  title: string;
+  description: string;
+  approxBytes: number;
+  /** Memory it needs to run. */
+  needsBytes: number;
+  fit: ModelFit;
+  recommended: boolean;
+  /** Already in the models folder. */
+  downloaded: boolean;
+}
+
 export interface ModelsView {
   directory: string;
   active: string | null;
+  /** Path of the model loaded now (it may live outside the models folder), or null. */
+  loaded: string | null;
   models: ModelFileView[];
-  partial: Array<{ file: string; bytesOnDisk: number }>;
+  /** Unfinished downloads: what a resumed download keeps. */
+  partial: Array<{ file: string; keptBytes: number; totalBytes: number | null; downloadingNow: boolean; source: string | null }>;
   recommended: { source: string; title: string };
+  /** A few models sized to this machine, smallest first. */
+  suggested: SuggestedModelView[];
 }
 
 export type DownloadPhase = "resolving" | "downloading" | "verifying" | "done" | "failed" | "cancelled";
@@ -126,7 +168,10 @@ export interface ConsoleApi {
   serverInfo(): Promise<ServerInfo>;
   status(): Promise<StatusView>;
   firstRun(): Promise<FirstRunView>;
-  /** A key for the window's own chat, made for this app session (the previous session's is revoked). */
+  /**
+   * A key for the window's own chat, made for this app session (the previous session's is revoked). A key
+   * revoked meanwhile (say with `svc keys revoke`) is replaced by a new one, so the chat never breaks.
+   */
   windowKey(): Promise<string>;
   listKeys(): Promise<KeyView[]>;
   createKey(input: { name?: string; account?: string; reasoningTrace?: boolean }): Promise<CreatedKeyView>;
@@ -139,9 +184,13 @@ export interface ConsoleApi {
   startDownload(input: { source: string; sha256?: string }): Promise<DownloadView>;
   downloads(): Promise<DownloadView[]>;
   cancelDownload(id: string): Promise<DownloadView>;
+  /** Takes an ended download (done, failed or cancelled) off the list. */
+  dismissDownload(id: string): Promise<DownloadView[]>;
   setGpuPreference(gpu: GpuPreference): Promise<StatusView>;
   logs(afterSeq?: number): Promise<LogLine[]>;
   setLanExposure(enabled: boolean): Promise<ServerInfo>;
+  /** The port for the next start (1024-65535), or null for the default; applies when the app restarts. */
+  setPort(port: number | null): Promise<ServerInfo>;
 }
 
 export type ConsoleMethod = keyof ConsoleApi;
@@ -163,9 +212,11 @@ export const CONSOLE_METHODS = {
   startDownload: true,
   downloads: true,
   cancelDownload: true,
+  dismissDownload: true,
   setGpuPreference: true,
   logs: true,
   setLanExposure: true,
+  setPort: true,
 } as const satisfies Record<ConsoleMethod, true>;
 
 /** What crosses the bridge: errors travel as data, so the window sees the message, not Electron's wrapper. */

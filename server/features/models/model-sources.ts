@@ -22,6 +22,78 @@ export const RECOMMENDED_MODEL = {
 
 export type RecommendedModel = typeof RECOMMENDED_MODEL;
 
+export interface SuggestedModel {
+  source: string;
+  /** The name node-llama-cpp's downloader gives the file. */
+  file: string;
+  title: string;
+  /** Download size. */
+  approxBytes: number;
+  /** Memory it needs to run with a few thousand tokens of context: the weights plus KV cache and buffers. */
+  needsBytes: number;
+  description: string;
+}
+
+/**
+ * A short list, smallest first, all from Qwen's own GGUF repositories (the same chat template and both modes
+ * as the recommended model), so that every machine finds one that fits: see docs/configuration.md.
+ */
+export const SUGGESTED_MODELS: readonly SuggestedModel[] = [
+  {
+    source: "hf:Qwen/Qwen3-0.6B-GGUF:Q8_0",
+    file: "hf_Qwen_Qwen3-0.6B.Q8_0.gguf",
+    title: "Qwen3 0.6B (Q8_0)",
+    approxBytes: 640_000_000,
+    needsBytes: 1_500_000_000,
+    description: "Tiny and quick on any computer; simple questions only.",
+  },
+  {
+    source: "hf:Qwen/Qwen3-1.7B-GGUF:Q8_0",
+    file: "hf_Qwen_Qwen3-1.7B.Q8_0.gguf",
+    title: "Qwen3 1.7B (Q8_0)",
+    approxBytes: 1_830_000_000,
+    needsBytes: 3_000_000_000,
+    description: "For 4 GB machines; everyday questions, short texts.",
+  },
+  {
+    source: RECOMMENDED_MODEL.source,
+    file: RECOMMENDED_MODEL.file,
+    title: RECOMMENDED_MODEL.title,
+    approxBytes: RECOMMENDED_MODEL.approxBytes,
+    needsBytes: 4_000_000_000,
+    description: "Recommended: good answers and tool calling on an 8 GB laptop.",
+  },
+  {
+    source: "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M",
+    file: "hf_Qwen_Qwen3-8B.Q4_K_M.gguf",
+    title: "Qwen3 8B (Q4_K_M)",
+    approxBytes: 5_030_000_000,
+    needsBytes: 7_000_000_000,
+    description: "Better reasoning and code; wants 16 GB of memory or a 8 GB GPU.",
+  },
+  {
+    source: "hf:Qwen/Qwen3-14B-GGUF:Q4_K_M",
+    file: "hf_Qwen_Qwen3-14B.Q4_K_M.gguf",
+    title: "Qwen3 14B (Q4_K_M)",
+    approxBytes: 9_000_000_000,
+    needsBytes: 12_000_000_000,
+    description: "The strongest here; wants 24 GB of memory or a 12 GB GPU.",
+  },
+];
+
+export type ModelFit = "fits_gpu" | "fits" | "tight" | "too_big";
+
+/**
+ * How well a model suits this machine: on a GPU when its free VRAM holds the whole model, else by the
+ * memory the system has (a model may take about 60% of it comfortably, up to 85% with little else open).
+ */
+export function fitOf(model: Pick<SuggestedModel, "needsBytes">, machine: { ramTotalBytes: number; vramTotalBytes: number; gpu: boolean }): ModelFit {
+  if (machine.gpu && machine.vramTotalBytes >= model.needsBytes) return "fits_gpu";
+  if (model.needsBytes <= machine.ramTotalBytes * 0.6) return "fits";
+  if (model.needsBytes <= machine.ramTotalBytes * 0.85) return "tight";
+  return "too_big";
+}
+
 export interface ModelSource {
   kind: "hf" | "url";
   /** The string handed to the downloader. */

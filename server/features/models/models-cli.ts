@@ -47,8 +47,11 @@ async function list(dataDir: string, values: Values): Promise<number> {
     console.log(`${m.active ? "*" : " "} ${m.file.padEnd(width)}  ${formatBytes(m.sizeBytes).padStart(8)}  ${describeEntry(m)}`);
   if (listing.partial.length > 0) {
     console.log("Downloads not finished:");
-    for (const p of listing.partial)
-      console.log(`  ${p.file}  ${formatBytes(p.bytesOnDisk)} so far${p.source ? `  (resume: svc models pull ${p.source})` : ""}`);
+    for (const p of listing.partial) {
+      const kept = `${formatBytes(p.keptBytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ""}`;
+      const how = p.downloadingNow ? "downloading now" : p.source ? `resume: svc models pull ${p.source}` : "";
+      console.log(`  ${p.file}  ${kept} kept so far${how ? `  (${how})` : ""}`);
+    }
   }
   if (listing.active) console.log(`* active: \`svc serve\` loads ${listing.active}`);
   else console.log("No active model: choose one with `svc models use FILE`.");
@@ -58,10 +61,17 @@ async function list(dataDir: string, values: Values): Promise<number> {
 async function pull(dataDir: string, source: string | undefined, values: Values): Promise<number> {
   const renderer = new ProgressRenderer(process.stderr);
   const controller = new AbortController();
-  let interrupted = false;
+  let interrupted = 0;
   const onSigint = () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
+    // One Ctrl+C can arrive twice (from the terminal and again from npx, which forwards it): only a second
+    // press a moment later means "exit now", and that skips keeping the download.
+    if (interrupted) {
+      if (Date.now() - interrupted < 1500) return;
+      process.exit(130);
+    }
+    interrupted = Date.now();
+    renderer.end();
+    console.error("Stopping; keeping what is downloaded ...");
     controller.abort(new Error("interrupted"));
   };
   process.on("SIGINT", onSigint);

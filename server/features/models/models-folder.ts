@@ -93,6 +93,12 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/** The pid of a live process downloading `file` now, or null. */
+export async function downloadLockOwner(dataDir: string, file: string): Promise<number | null> {
+  const pid = Number((await readFile(join(downloadsDir(dataDir), `${basename(file)}.lock`), "utf8").catch(() => "")).trim());
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid) ? pid : null;
+}
+
 /**
  * One download of a file at a time, across processes: two downloaders writing the same resume file would
  * corrupt it. The lock holds the owner's pid; a lock whose process is gone is taken over.

@@ -11,14 +11,15 @@ import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
 import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
-import { openModelDownload, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
+import { formatBytes } from "../../core/format.js";
+import { keptBytesOfPartial, openModelDownload, PARTIAL_DOWNLOAD_SUFFIX, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
 import type { SettingRow } from "../../store/settings-repository.js";
 import type { Store } from "../../store/store.js";
 import { describeDownloadError } from "./download-errors.js";
 import { parseModelSource, parseSha256, RECOMMENDED_MODEL, type RecommendedModel } from "./model-sources.js";
-import { downloadsDir, filesOfModel, lockDownload, modelsDir, removePartial, scanModelsFolder } from "./models-folder.js";
+import { downloadLockOwner, downloadsDir, filesOfModel, lockDownload, modelsDir, removePartial, scanModelsFolder } from "./models-folder.js";
 import { probeHost } from "./network-probe.js";
 import { SpeedMeter } from "./speed-meter.js";
 
@@ -48,8 +49,13 @@ export interface ModelEntry {
 
 export interface PartialDownload {
   file: string;
-  bytesOnDisk: number;
+  /** Bytes a resumed pull keeps (whole finished pieces; the file on disk is already as long as the model). */
+  keptBytes: number;
+  /** The model's size, when the download's record says. */
+  totalBytes: number | null;
   source: string | null;
+  /** A process is downloading it now (it holds the download's lock). */
+  downloadingNow: boolean;
 }
 
 export interface ModelList {
@@ -191,9 +197,13 @@ export class ModelsService {
         error,
       });
     }
-    const partial = folder.partial
-      .filter((p) => !folder.models.some((m) => m.file === p.file))
-      .map((p) => ({ file: p.file, bytesOnDisk: p.sizeBytes, source: sources.get(p.file)?.source ?? null }));
+    const partial: PartialDownload[] = [];
+    for (const p of folder.partial) {
+      if (folder.models.some((m) => m.file === p.file)) continue;
+      const { keptBytes, totalBytes } = await keptBytesOfPartial(p.path);
+      const downloadingNow = (await downloadLockOwner(this.dataDir, p.file)) !== null;
+      partial.push({ file: p.file, keptBytes, totalBytes, source: sources.get(p.file)?.source ?? null, downloadingNow });
+    }
     return { directory: this.directory, active: active?.file ?? null, models, partial };
   }
 
@@ -294,7 +304,7 @@ export class ModelsService {
     const host = source.origin.port ? `${source.origin.hostname}:${source.origin.port}` : source.origin.hostname;
     const fail = (err: unknown) => describeDownloadError(err, { source: source.uri, host });
     options.onEvent?.({ phase: "resolving", source: source.uri });
-    if (options.signal?.aborted) throw cancelled();
+    if (options.signal?.aborted) throw await cancelled();
     await probeHost(source.origin);
 
     const staging = downloadsDir(this.dataDir);
@@ -360,7 +370,8 @@ export class ModelsService {
         return this.pull(sourceText, options);
       }
       this.store.modelFiles.upsert({ file, source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
-      resumedFromBytes = download.downloadedBytes;
+      // What the earlier, stopped pull really kept (the same figure its "kept" message gave).
+      for (const part of parts) resumedFromBytes += (await keptBytesOfPartial(part.path + PARTIAL_DOWNLOAD_SUFFIX)).keptBytes;
       meter.add(resumedFromBytes, Date.now());
       options.onEvent?.({
         phase: "downloading",
@@ -564,7 +575,7 @@ export class ModelsService {
     // A cancelled download can also return normally (the library stops without an error): check the signal.
     if (failure || internal.signal.aborted) {
       await download.cancel().catch(() => undefined);
-      if (context.signal?.aborted) throw cancelled();
+      if (context.signal?.aborted) throw await cancelled(download);
       if (stalled) {
         // Say why it stalled when the host is plainly gone; otherwise the server just stopped sending.
         await probeHost(context.origin, 5_000);
@@ -580,6 +591,14 @@ export class ModelsService {
   }
 }
 
-function cancelled(): AppError {
-  return new AppError("unavailable", "Download stopped. Run the same command again to resume where it stopped.", { code: "download_cancelled" });
+/** What a stopped download leaves: the next pull resumes from the pieces it finished, and says so. */
+async function cancelled(download?: ModelDownload): Promise<AppError> {
+  let kept = 0;
+  for (const part of download?.files ?? []) kept += (await keptBytesOfPartial(part.path + PARTIAL_DOWNLOAD_SUFFIX)).keptBytes;
+  const total = download?.totalBytes ?? 0;
+  const message =
+    kept > 0
+      ? `Download stopped; ${formatBytes(kept)}${total > 0 ? ` of ${formatBytes(total)}` : ""} are kept. Run the same command again to resume from there.`
+      : "Download stopped before its first piece was complete, so nothing was kept: running the same command again starts from the beginning.";
+  return new AppError("unavailable", message, { code: "download_cancelled", details: { keptBytes: kept, totalBytes: total } });
 }

@@ -1,20 +1,9 @@
 // Download progress for a terminal: a bar redrawn in place on a TTY, plain lines (every 10% and at least
 // every 30 s) when the output is a file or a pipe. The formatting is pure; the renderer only decides when.
+import { formatBytes } from "../../core/format.js";
 import type { DownloadProgress } from "../../engine/model-downloader.js";
 
-/** Decimal units, as download sites show sizes (a "2.5 GB" model is 2.5e9 bytes). */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes) || bytes < 0) return "?";
-  if (bytes < 1000) return `${Math.round(bytes)} B`;
-  const units = ["kB", "MB", "GB", "TB"];
-  let value = bytes / 1000;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit++;
-  }
-  return `${value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2)} ${units[unit]}`;
-}
+export { formatBytes };
 
 export function formatDuration(seconds: number | null): string {
   if (seconds === null || !Number.isFinite(seconds) || seconds < 0) return "--";

@@ -1,0 +1,199 @@
+// One message of the conversation: its text (markdown for the model's), the model's thought apart and
+// collapsible, progress before the first token, timings and token counts after, and its actions.
+import { useEffect, useState } from "react";
+import { copyText } from "../format";
+import { Check, Copy, Paperclip, Pencil, RefreshCw } from "../icons";
+import { Markdown } from "../markdown";
+import { EFFORTS } from "../settings";
+import type { ProblemAction, Turn, TurnStats } from "./types";
+
+const ACTION_LABELS: Record<ProblemAction, string> = {
+  retry: "Try again",
+  edit: "Edit the message",
+  send_without_attachments: "Send without the attachment",
+  open_models: "Open the Model page",
+  new_chat: "Start a new chat",
+};
+
+function seconds(ms: number): string {
+  if (ms < 100) return "under 0.1 s";
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+}
+
+export function statsLine(stats: TurnStats): string {
+  const parts: string[] = [];
+  if (stats.firstTokenMs !== null) parts.push(`first token after ${seconds(stats.firstTokenMs)}`);
+  if (stats.thinkingMs !== null) parts.push(`thought for ${seconds(stats.thinkingMs)}`);
+  if (stats.completionTokens !== null)
+    parts.push(`${stats.completionTokens} tokens${stats.reasoningTokens ? ` (${stats.reasoningTokens} thinking)` : ""}`);
+  if (stats.tokensPerSecond !== null) parts.push(`${stats.tokensPerSecond.toFixed(1)} tokens/s`);
+  if (stats.promptTokens !== null) parts.push(`prompt ${stats.promptTokens} tokens${stats.cachedTokens ? ` (${stats.cachedTokens} cached)` : ""}`);
+  return parts.join(" · ");
+}
+
+function Elapsed({ since }: { since: number }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(timer);
+  }, []);
+  return <>{Math.max(0, Math.floor((now - since) / 1000))} s</>;
+}
+
+function CopyButton({ text, label }: { text: string; label: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      className="icon"
+      data-testid="turn-copy"
+      aria-label={done ? "Copied" : label}
+      title={label}
+      onClick={() =>
+        void copyText(text).then((ok) => {
+          setDone(ok);
+          setTimeout(() => setDone(false), 1500);
+        })
+      }
+    >
+      {done ? <Check size={14} aria-hidden /> : <Copy size={14} aria-hidden />}
+    </button>
+  );
+}
+
+export function TurnView({
+  turn,
+  busy,
+  canEdit,
+  isLastAnswer,
+  onRegenerate,
+  onResend,
+  onProblemAction,
+}: {
+  turn: Turn;
+  busy: boolean;
+  canEdit: boolean;
+  isLastAnswer: boolean;
+  onRegenerate: () => void;
+  onResend: (text: string) => void;
+  onProblemAction: (action: ProblemAction) => void;
+}) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const streaming = turn.status === "streaming";
+  const effortLabel = EFFORTS.find((e) => e.value === turn.effort)?.label;
+
+  if (turn.role === "user")
+    return (
+      <article className={`turn user ${turn.status === "error" ? "unanswered" : ""}`} data-testid="turn-user" data-status={turn.status} aria-label="Your message">
+        {editing !== null ? (
+          <form
+            className="edit-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              if (editing.trim()) onResend(editing);
+              setEditing(null);
+            }}
+          >
+            <label className="sr-only" htmlFor={`edit-${turn.id}`}>
+              Edit your message
+            </label>
+            <textarea id={`edit-${turn.id}`} data-testid="turn-edit-input" value={editing} onChange={(e) => setEditing(e.target.value)} rows={3} autoFocus />
+            <div className="toolbar">
+              <button type="submit" className="primary" data-testid="turn-edit-send" disabled={!editing.trim() || !canEdit}>
+                Send
+              </button>
+              <button type="button" onClick={() => setEditing(null)}>
+                Cancel
+              </button>
+            </div>
+          </form>
+        ) : (
+          <p data-testid="turn-content">{turn.content}</p>
+        )}
+        {turn.attachments.length > 0 && (
+          <ul className="attachments" aria-label="Attachments">
+            {turn.attachments.map((a, i) => (
+              <li key={`${a.name}-${i}`}>
+                <Paperclip size={13} aria-hidden /> {a.name}
+              </li>
+            ))}
+          </ul>
+        )}
+        {turn.status === "error" && <p className="turn-note">Not answered; left out of the conversation.</p>}
+        {editing === null && (
+          <div className="turn-actions">
+            <CopyButton text={turn.content} label="Copy message" />
+            <button className="icon" data-testid="turn-edit" aria-label="Edit and send again" title="Edit and send again" disabled={busy} onClick={() => setEditing(turn.content)}>
+              <Pencil size={14} aria-hidden />
+            </button>
+          </div>
+        )}
+      </article>
+    );
+
+  return (
+    <article className="turn assistant" data-testid="turn-assistant" data-status={turn.status} aria-label="The model's answer" aria-busy={streaming}>
+      {streaming && turn.phase === "waiting" && (
+        <p className="progress-note" data-testid="turn-waiting">
+          <span className="spinner" aria-hidden /> Reading your message… <Elapsed since={turn.startedAt ?? Date.now()} />
+        </p>
+      )}
+      {turn.reasoning && (
+        <details className="reasoning" data-testid="turn-reasoning" open={streaming && !turn.content}>
+          <summary>
+            {streaming && !turn.content ? (
+              <>
+                <span className="spinner" aria-hidden /> Thinking… <Elapsed since={turn.startedAt ?? Date.now()} />
+              </>
+            ) : (
+              `Thought${turn.stats?.thinkingMs ? ` for ${seconds(turn.stats.thinkingMs)}` : ""}`
+            )}
+          </summary>
+          <div className="reasoning-text" data-testid="turn-reasoning-text">
+            {turn.reasoning}
+          </div>
+        </details>
+      )}
+      {(turn.content || !streaming) && <Markdown text={turn.content} testId="turn-content" />}
+      {turn.status === "stopped" && (
+        <p className="turn-note" data-testid="turn-stopped">
+          Stopped.
+        </p>
+      )}
+      {turn.status === "error" && turn.problem && (
+        <div className="problem" role="alert" data-testid="turn-error">
+          <p className="problem-title">{turn.problem.title}</p>
+          <p>{turn.problem.detail}</p>
+          {/* Only the last exchange can be fixed in place; an earlier one is simply left out of the chat. */}
+          {isLastAnswer && (
+          <div className="toolbar">
+            {turn.problem.actions.map((action, i) => (
+              <button key={action} className={i === 0 ? "primary" : ""} data-testid={`problem-${action}`} onClick={() => onProblemAction(action)}>
+                {ACTION_LABELS[action]}
+              </button>
+            ))}
+          </div>
+          )}
+          {turn.problem.serverMessage && <p className="server-said">Server said: {turn.problem.serverMessage}</p>}
+        </div>
+      )}
+      {!streaming && turn.status !== "error" && (
+        <div className="turn-footer">
+          <div className="turn-actions">
+            <CopyButton text={turn.content} label="Copy answer" />
+            {isLastAnswer && (
+              <button className="icon" data-testid="turn-regenerate" aria-label="Regenerate the answer" title="Regenerate" disabled={busy || !canEdit} onClick={onRegenerate}>
+                <RefreshCw size={14} aria-hidden />
+              </button>
+            )}
+          </div>
+          {turn.stats && (
+            <p className="stats" data-testid="turn-stats">
+              {effortLabel ? `${effortLabel === "Off (fast)" ? "Fast" : `Thinking ${effortLabel.toLowerCase()}`} · ` : ""}
+              {statsLine(turn.stats)}
+            </p>
+          )}
+        </div>
+      )}
+    </article>
+  );
+}

@@ -1,0 +1,20 @@
+// Icons that ship with the app (lucide, bundled as SVG): no emoji, whose glyphs some systems lack.
+export {
+  ArrowDown,
+  Check,
+  Copy,
+  Download,
+  MessageSquarePlus,
+  Moon,
+  Paperclip,
+  Pencil,
+  RefreshCw,
+  Search,
+  Send,
+  Settings2,
+  Square,
+  Sun,
+  SunMoon,
+  Trash2,
+  X,
+} from "lucide-react";
