@@ -15,7 +15,7 @@ body { margin: 0; background: var(--bg); color: var(--text); }
 header { display: flex; justify-content: space-between; align-items: center; padding: 12px 20px; background: var(--panel); border-bottom: 1px solid var(--border); }
 header .brand { font-weight: 700; font-size: 18px; }
 main { max-width: 1040px; margin: 0 auto; padding: 16px 20px; display: flex; flex-direction: column; gap: 12px; }
-main.narrow { max-width: 420px; margin-top: 48px; }
+main.narrow { max-width: 480px; margin-top: 48px; }
 .card { background: var(--panel); border: 1px solid var(--border); border-radius: 8px; padding: 12px 14px; }
 h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 15px; margin: 0 0 8px; }
 label { display: block; margin: 8px 0; } label span { display: block; color: var(--muted); margin-bottom: 2px; }

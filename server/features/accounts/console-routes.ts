@@ -150,7 +150,8 @@ export async function registerConsoleRoutes(app: FastifyInstance, deps: ServerDe
     reply.header("content-security-policy", CONSOLE_CSP);
     reply.header("x-content-type-options", "nosniff");
     reply.header("x-frame-options", "DENY");
-    reply.header("referrer-policy", "no-referrer");
+    // Not no-referrer: with it, browsers send "Origin: null" on the console's own form posts.
+    reply.header("referrer-policy", "same-origin");
     return payload;
   });
 

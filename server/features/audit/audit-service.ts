@@ -89,6 +89,8 @@ export interface AuditStats {
   ttft_ms: Percentiles;
   surfaces: Record<string, number>;
   days: AuditDay[];
+  /** Records older than this many days are removed automatically. */
+  retention_days: number;
 }
 
 export interface AuditServiceOptions {
@@ -293,6 +295,7 @@ export class AuditService {
       days: [...days.entries()]
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([date, d]) => ({ date, requests: d.requests, errors: d.errors, tokens: d.tokens, latency_ms: percentiles(d.latencies) })),
+      retention_days: this.retentionDays,
     };
   }
 
