@@ -296,6 +296,36 @@ describe("audit records", () => {
     expect(t.audit.retentionDays).toBe(7);
   });
 
+  it("records a stream the client cut short", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const engine = new FakeEngine();
+    engine.generate = async function* (_request, signal) {
+      const events = answer("never finished");
+      yield events[0]!;
+      yield events[1]!;
+      await Promise.race([gate, new Promise((resolve) => signal.addEventListener("abort", resolve))]);
+      if (!signal.aborted) yield* events.slice(2);
+    };
+    t = await buildTestApp(engine);
+    const url = await t.app.listen({ port: 0, host: "127.0.0.1" });
+    const cut = new AbortController();
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { ...bearer(t.key), "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], stream: true }),
+      signal: cut.signal,
+    });
+    const id = res.headers.get("x-request-id")!;
+    await res.body!.getReader().read();
+    cut.abort();
+    await expect.poll(async () => (await get<AuditRecord>(`/v1/audit/${id}`, t.key)).status).toBe(200);
+    expect((await get<AuditRecord>(`/v1/audit/${id}`, t.key)).body).toMatchObject({ aborted: true, status: 200, ttft_ms: expect.any(Number) });
+    release();
+    // The client's half of the cut connection may linger; do not wait for it.
+    t.app.server.closeAllConnections();
+  });
+
   it("never fails the request it describes", async () => {
     const logged: string[] = [];
     t = await buildTestApp(new FakeEngine(), { log: (_level, message) => logged.push(message) });

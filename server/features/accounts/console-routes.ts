@@ -64,12 +64,12 @@ function clearCookie(request: FastifyRequest, reply: FastifyReply, name: string,
   setCookie(request, reply, name, "", path, 0);
 }
 
-/** Form posts and page loads get HTML; everything else JSON. */
+/** The pages; every other GET answers JSON. */
+const PAGES = new Set([CONSOLE_PATH, LOGIN_PATH, PASSWORD_PATH]);
+
+/** Page loads and form posts get HTML (pages, redirects); everything else JSON. */
 function wantsHtml(request: FastifyRequest): boolean {
-  if (request.method === "GET") {
-    const accept = request.headers.accept ?? "";
-    return !accept.includes("application/json") || accept.includes("text/html");
-  }
+  if (request.method === "GET" || request.method === "HEAD") return PAGES.has(request.url.split("?")[0]!);
   const type = request.headers["content-type"] ?? "";
   return type.includes("application/x-www-form-urlencoded") || type.includes("multipart/form-data");
 }
