@@ -193,7 +193,7 @@ export class AccountsService {
     const now = this.seconds();
     this.store.consoleSessions.deleteExpired(now, this.session.idleSeconds);
     const token = randomBytes(32).toString("base64url");
-    const row2 = {
+    const sessionRow = {
       token_hash: hashToken(token),
       account_id: row.id,
       csrf_token: randomBytes(24).toString("base64url"),
@@ -201,9 +201,9 @@ export class AccountsService {
       last_seen_at: now,
       expires_at: now + this.session.maxSeconds,
     };
-    this.store.consoleSessions.insert(row2);
+    this.store.consoleSessions.insert(sessionRow);
     this.store.accounts.touchLogin(row.id, now);
-    return { token, session: this.sessionOf(row2.token_hash)! };
+    return { token, session: this.sessionOf(sessionRow.token_hash)! };
   }
 
   /** The live session a cookie names, or null (unknown, expired, idle too long, or its account disabled). */
