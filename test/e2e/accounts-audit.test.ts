@@ -125,7 +125,7 @@ describe("accounts with svc accounts and the console, against a running server",
     outputs.push(...message.content.map((b) => (b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : "")));
     const messageStream = anthropic.messages.stream({ model: "claude-haiku", max_tokens: 60, messages: [{ role: "user", content: [{ type: "text", text: prompt }] }] });
     const final = await messageStream.finalMessage();
-    ids.push(final._request_id ?? (await messageStream.withResponse()).request_id!);
+    ids.push(messageStream.request_id!);
     outputs.push(...final.content.map((b) => (b.type === "text" ? b.text : "")));
     const counted = await anthropic.messages.countTokens({ model: "claude-haiku", messages: [{ role: "user", content: prompt }] });
     expect(counted.input_tokens).toBeGreaterThan(0);
