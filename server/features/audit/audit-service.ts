@@ -8,7 +8,7 @@ import type { RequestContext, RequestObserver, RequestOutcome } from "../../http
 import type { AuditFilter, AuditRow } from "../../store/audit-repository.js";
 import type { Store } from "../../store/store.js";
 import type { AuditListQuery } from "./audit-query.js";
-import { dayOf } from "./zoned-days.js";
+import { dayOf, nextDay, startOfDay } from "./zoned-days.js";
 
 export const DEFAULT_RETENTION_DAYS = 90;
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -259,6 +259,9 @@ export class AuditService {
     const days = new Map<string, { requests: number; errors: number; tokens: TokenTotals; latencies: number[] }>();
     let errors = 0;
     let aborted = 0;
+    // Rows come oldest first: ask the zone only when a row passes the end of the current day.
+    let date = "";
+    let dayEnd = -Infinity;
     for (const row of rows) {
       const isError = row.status >= 400;
       if (isError) errors++;
@@ -266,7 +269,10 @@ export class AuditService {
       surfaces[row.surface] = (surfaces[row.surface] ?? 0) + 1;
       latencies.push(row.latency_ms);
       if (row.ttft_ms !== null) ttfts.push(row.ttft_ms);
-      const date = dayOf(row.created_ms, timeZone);
+      if (row.created_ms >= dayEnd || row.created_ms < dayEnd - 26 * 3_600_000) {
+        date = dayOf(row.created_ms, timeZone);
+        dayEnd = startOfDay(nextDay(date), timeZone);
+      }
       let day = days.get(date);
       if (!day) days.set(date, (day = { requests: 0, errors: 0, tokens: totals(), latencies: [] }));
       day.requests++;
