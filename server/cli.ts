@@ -3,17 +3,24 @@ import { parseArgs } from "node:util";
 import { ConfigError, defaultDataDir, resolveServeConfig, type Flags } from "./config.js";
 import { isAddressInUse, isPortTaken } from "./core/port.js";
 import { AppError } from "./core/errors.js";
+import { AccountsService, type AccountInfo } from "./features/accounts/accounts-service.js";
 import { KeysService, type KeyInfo } from "./features/keys/keys-service.js";
 import { Store } from "./store/store.js";
 import { packageVersion } from "./version.js";
 
 const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]`;
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]
+            [--audit-retention-days N] [--console-session-minutes N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
   svc keys update KEY_ID --reasoning-trace on|off [--data-dir DIR]`;
+const ACCOUNTS_USAGE = `  svc accounts create NAME [--key-name LABEL] [--data-dir DIR] [--json]
+  svc accounts list [--data-dir DIR] [--json]
+  svc accounts disable NAME [--data-dir DIR]
+  svc accounts enable NAME [--data-dir DIR]
+  svc accounts reset-password NAME [--data-dir DIR] [--json]`;
 export const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--data-dir DIR]
   svc models use FILE [--data-dir DIR]
@@ -27,7 +34,8 @@ Starts the API server: http://127.0.0.1:8787 unless --port says otherwise (0 pic
 Without --model it loads the active model (\`svc models use\`) and follows it: a running server switches when
 it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AUDIT_RETENTION_DAYS,
+SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
 Default data dir: ${defaultDataDir()}
 `;
 
@@ -36,6 +44,14 @@ ${KEYS_USAGE}
 
 API keys for the server's clients. A key is printed once, on the last line of \`svc keys create\`; only its
 SHA-256 is stored, so a lost key cannot be shown again: create a new one and revoke the old.
+`;
+
+const ACCOUNTS_HELP = `Usage:
+${ACCOUNTS_USAGE}
+
+Accounts for the people and tools that use this server. \`svc accounts create\` prints a temporary password
+and the account's first API key, both once: hand them to the holder, who logs in at /v1/console on the
+server, chooses a password and manages their own keys there. Disabling an account stops its keys at once.
 `;
 
 const MODELS_HELP = `Usage:
@@ -51,13 +67,16 @@ const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions
 Usage:
 ${SERVE_USAGE}
 ${KEYS_USAGE}
+${ACCOUNTS_USAGE}
 ${MODELS_USAGE}
   svc COMMAND --help       more about one command
 
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AUDIT_RETENTION_DAYS,
+SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
+Account holders log in to their console at <base URL>/v1/console.
 Default data dir: ${defaultDataDir()}
 `;
 
@@ -90,6 +109,8 @@ async function serve(argv: string[]): Promise<void> {
       "cors-origins": { type: "string" },
       "concurrency-limit": { type: "string" },
       "queue-limit": { type: "string" },
+      "audit-retention-days": { type: "string" },
+      "console-session-minutes": { type: "string" },
     },
     strict: true,
   });
@@ -214,6 +235,72 @@ function keys(argv: string[]): void {
   }
 }
 
+function describeAccount(a: AccountInfo): string {
+  const login = !a.can_log_in ? "no console login" : a.must_change_password ? "temporary password" : "password set";
+  return `${a.name}  ${a.status}  ${a.active_keys} active key(s)  ${login}  ${a.id}`;
+}
+
+async function withAccounts<T>(dataDir: string | undefined, action: (accounts: AccountsService) => Promise<T> | T): Promise<T> {
+  const store = Store.open(dataDir ?? process.env.SVC_DATA_DIR ?? defaultDataDir());
+  try {
+    return await action(new AccountsService(store, new KeysService(store)));
+  } finally {
+    store.close();
+  }
+}
+
+async function accounts(argv: string[]): Promise<void> {
+  if (argv.length === 0 || wantsHelp(argv)) {
+    console.log(ACCOUNTS_HELP);
+    return;
+  }
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { "data-dir": { type: "string" }, "key-name": { type: "string" }, json: { type: "boolean" } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const dataDir = values["data-dir"];
+  const name = positionals[0];
+  const needName = () => {
+    if (!name) throw new UsageError(`svc accounts ${command} needs an account name (see \`svc accounts list\`).`);
+    return name;
+  };
+  switch (command) {
+    case "create": {
+      const created = await withAccounts(dataDir, (a) => a.create(needName(), { keyName: values["key-name"] }));
+      if (values.json) return console.log(JSON.stringify(created, null, 2));
+      console.log(`Created account '${created.account.name}' (${created.account.id}) with its first key ${created.key.id}.`);
+      console.log("Both are shown once; hand them to the account holder now.");
+      console.log(`Temporary password (the first console login must change it): ${created.temporary_password}`);
+      console.log(`API key: ${created.key.key}`);
+      return;
+    }
+    case "list": {
+      const list = await withAccounts(dataDir, (a) => a.list());
+      if (values.json) console.log(JSON.stringify(list, null, 2));
+      else for (const a of list) console.log(describeAccount(a));
+      return;
+    }
+    case "disable":
+      console.log(describeAccount(await withAccounts(dataDir, (a) => a.disable(needName()))));
+      return;
+    case "enable":
+      console.log(describeAccount(await withAccounts(dataDir, (a) => a.enable(needName()))));
+      return;
+    case "reset-password": {
+      const reset = await withAccounts(dataDir, (a) => a.resetPassword(needName()));
+      if (values.json) return console.log(JSON.stringify(reset, null, 2));
+      console.log(`New temporary password for '${reset.account.name}' (shown once; the next console login must change it):`);
+      console.log(reset.temporary_password);
+      return;
+    }
+    default:
+      throw new UsageError(`Unknown accounts command '${command ?? ""}'. Use create, list, disable, enable or reset-password.`);
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -221,6 +308,8 @@ export async function main(argv: string[]): Promise<void> {
       return serve(rest);
     case "keys":
       return keys(rest);
+    case "accounts":
+      return accounts(rest);
     case "models": {
       if (rest.length === 0 || wantsHelp(rest)) {
         console.log(MODELS_HELP);

@@ -23,6 +23,10 @@ export interface ServeConfig {
   queueLimit?: number;
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
+  /** Audit records older than this many days are removed automatically; undefined: 90. */
+  auditRetentionDays?: number;
+  /** Minutes a console session may sit unused before it ends; undefined: 30. */
+  consoleSessionMinutes?: number;
   /** A better_sqlite3.node built for the host runtime (the desktop app in development); never from flags or env. */
   nativeBinding?: string;
 }
@@ -49,7 +53,7 @@ export function defaultThreads(cores = availableParallelism()): number {
 
 export type Flags = Partial<
   Record<
-    "host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins" | "concurrency-limit" | "queue-limit",
+    "host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins" | "concurrency-limit" | "queue-limit" | "audit-retention-days" | "console-session-minutes",
     string
   >
 >;
@@ -81,6 +85,8 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     logLevel,
     concurrencyLimit: intOption("concurrency-limit", pick("concurrency-limit", "SVC_CONCURRENCY_LIMIT"), 1, 100_000),
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
+    auditRetentionDays: intOption("audit-retention-days", pick("audit-retention-days", "SVC_AUDIT_RETENTION_DAYS"), 1, 36_500),
+    consoleSessionMinutes: intOption("console-session-minutes", pick("console-session-minutes", "SVC_CONSOLE_SESSION_MINUTES"), 1, 24 * 60),
     corsOrigins: (pick("cors-origins", "SVC_CORS_ORIGINS") ?? "")
       .split(",")
       .map((o) => o.trim().replace(/\/+$/, ""))

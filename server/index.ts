@@ -5,6 +5,8 @@ import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
+import { AccountsService } from "./features/accounts/accounts-service.js";
+import { AuditService } from "./features/audit/audit-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
@@ -22,6 +24,9 @@ export interface RunningServer {
   app: FastifyInstance;
   store: Store;
   keys: KeysService;
+  /** Accounts: the operator's consoles (window, CLI) and the account holders' console (/v1/console). */
+  accounts: AccountsService;
+  audit: AuditService;
   engineHost: EngineHost;
   /** Admission, priorities and per-account limits for every inference. */
   scheduler: Scheduler;
@@ -108,8 +113,10 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
 
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
   const pipeline = new InferencePipeline(engineHost, { scheduler, log });
+  const accounts = new AccountsService(store, keys, config.consoleSessionMinutes ? { session: { idleSeconds: config.consoleSessionMinutes * 60 } } : {});
+  const audit = new AuditService(store, { retentionDays: config.auditRetentionDays, log });
   const app = await buildApp(
-    { pipeline, keys, engineHost, version: packageVersion(), log },
+    { pipeline, keys, accounts, audit, engineHost, version: packageVersion(), log, observers: [audit.observer] },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -121,9 +128,11 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   } catch (err) {
     await models.close();
     await engineHost.close();
+    audit.close();
     store.close();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
+  audit.startRetention();
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -134,6 +143,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     app,
     store,
     keys,
+    accounts,
+    audit,
     engineHost,
     scheduler,
     models,
@@ -141,6 +152,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       closing ??= (async () => {
         await models.close();
         await app.close();
+        audit.close();
         await engineHost.close();
         store.close();
       })();

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useState } from "react";
 import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
 import { consoleApi, isDownloadRunning } from "./console-client";
 import { Moon, Sun, SunMoon } from "./icons";
+import { AuditPage } from "./pages/audit-page";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
@@ -35,11 +36,6 @@ const PENDING = {
     title: "Batches",
     purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
     waitsFor: "the Message Batches API",
-  },
-  audit: {
-    title: "Audit",
-    purpose: "Browse the audit records of requests with filters, see statistics as a chart, and erase a record.",
-    waitsFor: "the audit API",
   },
 } as const;
 
@@ -161,6 +157,7 @@ export function App() {
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
         {page === "keys" && <KeysPage />}
+        {page === "audit" && <AuditPage info={info} />}
         {page === "models" && <ModelsPage />}
         {page === "server" && <ServerPage info={info} status={status} onInfo={setInfo} />}
       </main>

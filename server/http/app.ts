@@ -2,7 +2,8 @@
 //   1. CORS (browsers on this machine and the desktop window),
 //   2. the request context (id, area, timing, Host check, observers such as the audit),
 //   3. body parsing and the 404 policy,
-//   4. the keyless endpoints (/health, /v1/messages/_health, /v1/models),
+//   4. the keyless endpoints (/health, /v1/messages/_health, /v1/models), and the account holders' console
+//      (/v1/console: a session cookie of its own, never an API key),
 //   5. the key scope: one auth hook (key per surface, X-Timezone), the rate headers, then one plugin per
 //      surface or feature, each with its own error format.
 import { freemem, totalmem } from "node:os";
@@ -11,6 +12,8 @@ import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
+import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
@@ -154,11 +157,14 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     return found;
   });
 
+  await app.register(async (scope) => registerConsoleRoutes(scope, deps, logError));
+
   // 5. Key endpoints
   const surfaces: Array<[KeyedPlugin, "openai" | "anthropic"]> = [
     [registerChatRoutes, "openai"],
     [registerResponsesRoutes, "openai"],
     [registerMessagesRoutes, "anthropic"],
+    [registerAuditRoutes, "openai"],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);

@@ -1,12 +1,14 @@
 // What routes need from the rest of the server, and what the server knows about each request as it runs.
 import type { Mode, StopReason, Usage } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
+import type { AccountsService } from "../features/accounts/accounts-service.js";
+import type { AuditService } from "../features/audit/audit-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
 import type { WorkClass } from "../pipeline/scheduler.js";
 
 /** Which part of the API a path belongs to; it picks the key header, the error format and the audit label. */
-export type ApiArea = "chat" | "responses" | "messages" | "batches" | "files" | "audit" | "agent" | "models" | "health" | "other";
+export type ApiArea = "chat" | "responses" | "messages" | "batches" | "files" | "audit" | "agent" | "models" | "health" | "console" | "other";
 
 /** What an inference did, filled in as it runs (for the audit record; never any content). */
 export interface InferenceFacts {
@@ -32,6 +34,8 @@ export interface RequestContext {
   method: string;
   /** The path without the query string. */
   path: string;
+  /** The matched route with its parameters as :name (undefined for a 404): what the audit records as the path. */
+  route?: string;
   area: ApiArea;
   /** Set by the auth hook on key endpoints. */
   principal: Principal | null;
@@ -60,6 +64,10 @@ export type RequestObserver = (ctx: RequestContext, outcome: RequestOutcome) => 
 export interface ServerDeps {
   pipeline: InferencePipeline;
   keys: KeysService;
+  /** Accounts and the account holders' console (/v1/console). */
+  accounts: AccountsService;
+  /** The audit endpoints read it; its observer (in `observers`) writes it. */
+  audit: AuditService;
   engineHost: EngineHost;
   version: string;
   /** Sees every finished request: the audit feature records key requests here. */

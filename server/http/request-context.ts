@@ -14,6 +14,7 @@ const AREAS: Array<[prefix: string, area: ApiArea]> = [
   ["/v1/audit", "audit"],
   ["/v1/agent/", "agent"],
   ["/v1/models", "models"],
+  ["/v1/console", "console"],
   ["/health", "health"],
 ];
 
@@ -48,6 +49,7 @@ export function requestContext(app: FastifyInstance, options: RequestContextOpti
       startedAt: performance.now(),
       method: request.method,
       path,
+      route: request.routeOptions.url,
       area: areaOf(path),
       principal: null,
       timezone: "UTC",

@@ -1,5 +1,7 @@
 // The store: one database, a repository per aggregate.
 import { AccountRepository } from "./accounts-repository.js";
+import { AuditRepository } from "./audit-repository.js";
+import { ConsoleSessionRepository } from "./console-sessions-repository.js";
 import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
@@ -11,12 +13,16 @@ export class Store {
   readonly keys: KeyRepository;
   readonly settings: SettingsRepository;
   readonly modelFiles: ModelFileRepository;
+  readonly consoleSessions: ConsoleSessionRepository;
+  readonly audit: AuditRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
     this.keys = new KeyRepository(db);
     this.settings = new SettingsRepository(db);
     this.modelFiles = new ModelFileRepository(db);
+    this.consoleSessions = new ConsoleSessionRepository(db);
+    this.audit = new AuditRepository(db);
   }
 
   static open(dataDir: string, options: DatabaseOptions = {}): Store {

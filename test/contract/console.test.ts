@@ -6,7 +6,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { ConsoleService, dispatchConsoleCall, WINDOW_KEY_NAME } from "../../server/features/console/console-service.js";
-import type { ConsoleResult, CreatedKeyView, DownloadView, KeyView, ModelsView, ServerInfo, StatusView } from "../../server/features/console/contract.js";
+import type {
+  AccountView,
+  ConsoleResult,
+  CreatedAccountView,
+  CreatedKeyView,
+  DownloadView,
+  KeyView,
+  ModelsView,
+  PasswordResetView,
+  ServerInfo,
+  StatusView,
+} from "../../server/features/console/contract.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
 import { startServer, type RunningServer } from "../../server/index.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
@@ -73,6 +84,26 @@ describe("console calls", () => {
     const accounts = await call<Array<{ name: string; activeKeys: number }>>("listAccounts");
     expect(accounts.map((a) => a.name)).toEqual(expect.arrayContaining(["local", "team"]));
     expect(accounts.find((a) => a.name === "team")!.activeKeys).toBe(0);
+  });
+
+  it("creates an account with a temporary password and first key, disables, enables and resets it", async () => {
+    const created = await call<CreatedAccountView>("createAccount", { name: "ops" });
+    expect(created.temporaryPassword).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){4}$/);
+    expect(created.key).toMatchObject({ account: "ops", name: "first key", key: expect.stringMatching(/^sk-svc-[0-9a-f]{32}$/) });
+    expect(created.account).toMatchObject({ name: "ops", status: "active", canLogIn: true, mustChangePassword: true, activeKeys: 1 });
+    expect(await chat(created.key.key)).toBe(503);
+    const listed = (await call<AccountView[]>("listAccounts")).find((a) => a.name === "ops")!;
+    expect(JSON.stringify(listed)).not.toContain(created.temporaryPassword);
+    expect((await call<AccountView>("disableAccount", "ops")).status).toBe("disabled");
+    expect(await chat(created.key.key)).toBe(401);
+    expect((await call<AccountView>("enableAccount", "ops")).status).toBe("active");
+    expect(await chat(created.key.key)).toBe(503);
+    const reset = await call<PasswordResetView>("resetAccountPassword", "ops");
+    expect(reset.temporaryPassword).not.toBe(created.temporaryPassword);
+    expect(reset.account.mustChangePassword).toBe(true);
+    // The window's own account stays enabled; a duplicate name is refused.
+    expect(await dispatchConsoleCall(service, "disableAccount", ["local"])).toMatchObject({ ok: false, error: { code: "window_account" } });
+    expect(await dispatchConsoleCall(service, "createAccount", [{ name: "ops" }])).toMatchObject({ ok: false, error: { code: "account_exists" } });
   });
 
   it("refuses a bad account name", async () => {

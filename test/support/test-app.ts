@@ -3,6 +3,8 @@ import { rmSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { EngineHost } from "../../server/engine/engine-host.js";
 import type { Engine } from "../../server/engine/types.js";
+import { AccountsService, type AccountsServiceOptions } from "../../server/features/accounts/accounts-service.js";
+import { AuditService, type AuditServiceOptions } from "../../server/features/audit/audit-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
 import { buildApp } from "../../server/http/app.js";
 import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
@@ -14,6 +16,8 @@ export interface TestApp {
   app: FastifyInstance;
   store: Store;
   keys: KeysService;
+  accounts: AccountsService;
+  audit: AuditService;
   key: string;
   close(): Promise<void>;
 }
@@ -24,6 +28,10 @@ export interface TestAppOptions {
   observers?: RequestObserver[];
   sseKeepAliveMs?: number;
   log?: ServerDeps["log"];
+  /** Options of the accounts service (session policy, throttle, clock). */
+  accounts?: AccountsServiceOptions;
+  /** Options of the audit service (retention, clock). */
+  audit?: AuditServiceOptions;
 }
 
 /** `engine` is wrapped in a host of its own; pass an EngineHost to drive loading and switching yourself. */
@@ -31,14 +39,18 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
   const dataDir = tempDataDir();
   const store = Store.open(dataDir);
   const keys = new KeysService(store);
+  const accounts = new AccountsService(store, keys, options.accounts);
+  const audit = new AuditService(store, { log: options.log, ...options.audit });
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
   const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
   const app = await buildApp({
     pipeline: new InferencePipeline(host, { scheduler, log: options.log }),
     keys,
+    accounts,
+    audit,
     engineHost: host,
     version: "test",
-    observers: options.observers,
+    observers: [audit.observer, ...(options.observers ?? [])],
     sseKeepAliveMs: options.sseKeepAliveMs,
     log: options.log,
   });
@@ -47,9 +59,12 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     app,
     store,
     keys,
+    accounts,
+    audit,
     key,
     async close() {
       await app.close();
+      audit.close();
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useState } from "react";
 import type { AccountView, CreatedKeyView, KeyView } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { copyText, formatTime } from "../format";
+import { AccountsSection } from "./accounts-section";
 
 export function KeysPage() {
   const [keys, setKeys] = useState<KeyView[]>([]);
@@ -178,30 +179,7 @@ export function KeysPage() {
         </table>
       </div>
 
-      <div className="card">
-        <h2>Accounts</h2>
-        <table data-testid="accounts-table">
-          <thead>
-            <tr>
-              <th>Account</th>
-              <th>Status</th>
-              <th>Active keys</th>
-              <th>Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {accounts.map((a) => (
-              <tr key={a.id}>
-                <td>{a.name}</td>
-                <td>{a.status}</td>
-                <td>{a.activeKeys}</td>
-                <td>{formatTime(a.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <p className="muted">A key's account is created with the key. Activating accounts with a temporary password arrives with the accounts API.</p>
-      </div>
+      <AccountsSection accounts={accounts} keys={keys} onChanged={refresh} />
     </section>
   );
 }

@@ -5,12 +5,15 @@ import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { isLoopbackHost } from "../../core/loopback.js";
 import type { RunningServer } from "../../index.js";
+import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
+import type { AccountInfo } from "../accounts/accounts-service.js";
 import type { KeyInfo } from "../keys/keys-service.js";
 import { fitOf, SUGGESTED_MODELS } from "../models/model-sources.js";
 import type { ModelList, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
   ConsoleApi,
+  CreatedAccountView,
   ConsoleResult,
   CreatedKeyView,
   DownloadView,
@@ -19,6 +22,7 @@ import type {
   KeyView,
   LogLine,
   ModelsView,
+  PasswordResetView,
   ServerInfo,
   StatusView,
 } from "./contract.js";
@@ -31,7 +35,7 @@ export const LAN_EXPOSURE_SETTING = "lan_exposure";
 export const PORT_SETTING = "desktop_port";
 
 export interface ConsoleServiceOptions {
-  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "models" | "engineHost" | "scheduler" | "app">;
+  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "accounts" | "models" | "engineHost" | "scheduler" | "app">;
   host: string;
   dataDir: string;
   version: string;
@@ -53,6 +57,20 @@ function keyView(info: KeyInfo, windowKeyId: string | null = null): KeyView {
     lastUsedAt: info.last_used_at,
     revokedAt: info.revoked_at,
     windowKey: info.id === windowKeyId,
+  };
+}
+
+function accountView(info: AccountInfo): AccountView {
+  return {
+    id: info.id,
+    name: info.name,
+    status: info.status,
+    createdAt: info.created_at,
+    activeKeys: info.active_keys,
+    canLogIn: info.can_log_in,
+    mustChangePassword: info.must_change_password,
+    lastLoginAt: info.last_login_at,
+    disabledAt: info.disabled_at,
   };
 }
 
@@ -183,14 +201,34 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async listAccounts(): Promise<AccountView[]> {
-    const keys = this.server.keys.list();
-    return this.server.store.accounts.list().map((row) => ({
-      id: row.id,
-      name: row.name,
-      status: row.status,
-      createdAt: row.created_at,
-      activeKeys: keys.filter((k) => k.account_id === row.id && k.revoked_at === null).length,
-    }));
+    return this.server.accounts.list().map(accountView);
+  }
+
+  async createAccount(input: { name: string }): Promise<CreatedAccountView> {
+    const created = await this.server.accounts.create(String(input?.name ?? ""));
+    this.options.logs.log("info", `Account '${created.account.name}' created with a temporary password and its first key.`);
+    return { account: accountView(created.account), temporaryPassword: created.temporary_password, key: { ...keyView(created.key), key: created.key.key } };
+  }
+
+  async disableAccount(name: string): Promise<AccountView> {
+    // The window chats with a key of the default account: disabling it here would break the window itself.
+    if (String(name) === DEFAULT_ACCOUNT_NAME)
+      throw new AppError("invalid_request", `The '${DEFAULT_ACCOUNT_NAME}' account holds the window's own key; it cannot be disabled here (\`svc accounts disable ${DEFAULT_ACCOUNT_NAME}\` can).`, {
+        code: "window_account",
+      });
+    const account = this.server.accounts.disable(String(name));
+    this.options.logs.log("warn", `Account '${account.name}' disabled: its keys are refused from now on.`);
+    return accountView(account);
+  }
+
+  async enableAccount(name: string): Promise<AccountView> {
+    return accountView(this.server.accounts.enable(String(name)));
+  }
+
+  async resetAccountPassword(name: string): Promise<PasswordResetView> {
+    const reset = await this.server.accounts.resetPassword(String(name));
+    this.options.logs.log("info", `Account '${reset.account.name}' has a new temporary password.`);
+    return { account: accountView(reset.account), temporaryPassword: reset.temporary_password };
   }
 
   async listModels(): Promise<ModelsView> {

@@ -90,6 +90,26 @@ export interface AccountView {
   status: string;
   createdAt: number;
   activeKeys: number;
+  /** Whether the account has a console password (see docs/api.md, "Accounts"). */
+  canLogIn: boolean;
+  /** Its password is a temporary one: the next console login must change it. */
+  mustChangePassword: boolean;
+  lastLoginAt: number | null;
+  disabledAt: number | null;
+}
+
+export interface CreatedAccountView {
+  account: AccountView;
+  /** Shown once, never again. */
+  temporaryPassword: string;
+  /** The account's first key, shown once. */
+  key: CreatedKeyView;
+}
+
+export interface PasswordResetView {
+  account: AccountView;
+  /** Shown once, never again. */
+  temporaryPassword: string;
 }
 
 export interface ModelFileView {
@@ -178,6 +198,13 @@ export interface ConsoleApi {
   revokeKey(id: string): Promise<KeyView>;
   setKeyTrace(id: string, enabled: boolean): Promise<KeyView>;
   listAccounts(): Promise<AccountView[]>;
+  /** A new account with a temporary password and its first key (both shown once). */
+  createAccount(input: { name: string }): Promise<CreatedAccountView>;
+  /** Its keys stop working at once and its console sessions end. */
+  disableAccount(name: string): Promise<AccountView>;
+  enableAccount(name: string): Promise<AccountView>;
+  /** A new temporary password (shown once); the account's console sessions end. */
+  resetAccountPassword(name: string): Promise<PasswordResetView>;
   listModels(): Promise<ModelsView>;
   useModel(file: string): Promise<ModelsView>;
   removeModel(file: string): Promise<ModelsView>;
@@ -206,6 +233,10 @@ export const CONSOLE_METHODS = {
   revokeKey: true,
   setKeyTrace: true,
   listAccounts: true,
+  createAccount: true,
+  disableAccount: true,
+  enableAccount: true,
+  resetAccountPassword: true,
   listModels: true,
   useModel: true,
   removeModel: true,
