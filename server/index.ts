@@ -5,6 +5,7 @@ import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
+import { BatchService } from "./features/batches/batch-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
@@ -27,6 +28,8 @@ export interface RunningServer {
   scheduler: Scheduler;
   /** Model files, the active model, downloads and switching (the desktop app's main process calls this). */
   models: ModelsService;
+  /** Message batches and the worker that runs them. */
+  batches: BatchService;
   close(): Promise<void>;
 }
 
@@ -108,8 +111,9 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
 
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
   const pipeline = new InferencePipeline(engineHost, { scheduler, log });
+  const batches = new BatchService({ repo: store.batches, pipeline, log });
   const app = await buildApp(
-    { pipeline, keys, engineHost, version: packageVersion(), log },
+    { pipeline, keys, engineHost, batches, version: packageVersion(), log },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -124,6 +128,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     store.close();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
+  // After listen: batches left running by the last stop resume now.
+  batches.start();
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -137,9 +143,12 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     engineHost,
     scheduler,
     models,
+    batches,
     close() {
       closing ??= (async () => {
         await models.close();
+        // Running batch requests stop and go back to pending: they run again on the next start.
+        await batches.close();
         await app.close();
         await engineHost.close();
         store.close();

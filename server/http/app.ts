@@ -11,6 +11,7 @@ import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { registerBatchRoutes } from "../features/batches/routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
@@ -159,6 +160,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     [registerChatRoutes, "openai"],
     [registerResponsesRoutes, "openai"],
     [registerMessagesRoutes, "anthropic"],
+    [registerBatchRoutes, "anthropic"],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);

@@ -25,6 +25,8 @@ export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIO
   // Another process (a CLI command beside a running server) may hold the write lock briefly.
   db.pragma("busy_timeout = 5000");
   db.pragma("synchronous = NORMAL");
+  // Deleted content (batch requests and results) is overwritten in the file, not left in free pages.
+  db.pragma("secure_delete = ON");
   migrate(db, migrations);
   return db;
 }

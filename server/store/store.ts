@@ -1,5 +1,6 @@
 // The store: one database, a repository per aggregate.
 import { AccountRepository } from "./accounts-repository.js";
+import { BatchRepository } from "./batches-repository.js";
 import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
@@ -11,12 +12,14 @@ export class Store {
   readonly keys: KeyRepository;
   readonly settings: SettingsRepository;
   readonly modelFiles: ModelFileRepository;
+  readonly batches: BatchRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
     this.keys = new KeyRepository(db);
     this.settings = new SettingsRepository(db);
     this.modelFiles = new ModelFileRepository(db);
+    this.batches = new BatchRepository(db);
   }
 
   static open(dataDir: string, options: DatabaseOptions = {}): Store {

@@ -2,6 +2,7 @@
 import { rmSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { EngineHost } from "../../server/engine/engine-host.js";
+import { BatchService, type BatchServiceOptions } from "../../server/features/batches/batch-service.js";
 import type { Engine } from "../../server/engine/types.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
 import { buildApp } from "../../server/http/app.js";
@@ -15,6 +16,7 @@ export interface TestApp {
   store: Store;
   keys: KeysService;
   key: string;
+  batches: BatchService;
   close(): Promise<void>;
 }
 
@@ -24,6 +26,8 @@ export interface TestAppOptions {
   observers?: RequestObserver[];
   sseKeepAliveMs?: number;
   log?: ServerDeps["log"];
+  /** Options of the batch service (clock, limits, worker concurrency). */
+  batches?: Partial<Omit<BatchServiceOptions, "repo" | "pipeline">>;
 }
 
 /** `engine` is wrapped in a host of its own; pass an EngineHost to drive loading and switching yourself. */
@@ -33,9 +37,12 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
   const keys = new KeysService(store);
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
   const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
+  const pipeline = new InferencePipeline(host, { scheduler, log: options.log });
+  const batches = new BatchService({ ...options.batches, repo: store.batches, pipeline });
   const app = await buildApp({
-    pipeline: new InferencePipeline(host, { scheduler, log: options.log }),
+    pipeline,
     keys,
+    batches,
     engineHost: host,
     version: "test",
     observers: options.observers,
@@ -43,12 +50,15 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     log: options.log,
   });
   const key = keys.create().key;
+  batches.start();
   return {
     app,
     store,
     keys,
     key,
+    batches,
     async close() {
+      await batches.close();
       await app.close();
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
