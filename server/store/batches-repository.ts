@@ -46,13 +46,6 @@ export interface ClaimedRequest {
   params: string;
 }
 
-export interface ResultRow {
-  idx: number;
-  custom_id: string;
-  /** The line's `result` object, JSON. */
-  result: string;
-}
-
 export interface ListPage {
   rows: BatchRow[];
   hasMore: boolean;
@@ -247,11 +240,19 @@ export class BatchRepository {
     this.truncateWal();
   }
 
-  /** Ended requests in input order, a page at a time (the results stream never holds more than a page). */
-  resultsPage(batchSeq: number, afterIdx: number, limit: number): ResultRow[] {
-    return this.db
-      .prepare("SELECT idx, custom_id, result FROM message_batch_requests WHERE batch_seq = ? AND idx > ? AND result IS NOT NULL ORDER BY idx LIMIT ?")
-      .all(batchSeq, afterIdx, limit) as ResultRow[];
+  /**
+   * The next `limit` results lines after `afterIdx`, in input order, as one string ready to send. SQLite
+   * builds it, so a page costs one short-lived string rather than an object and strings per line.
+   */
+  resultsChunk(batchSeq: number, afterIdx: number, limit: number): { lastIdx: number; lines: number; chunk: string } | null {
+    const row = this.db
+      .prepare(
+        `SELECT max(idx) AS lastIdx, count(*) AS lines, group_concat(line, '' ORDER BY idx) AS chunk FROM (
+           SELECT idx, '{"custom_id":' || json_quote(custom_id) || ',"result":' || result || '}' || char(10) AS line
+           FROM message_batch_requests WHERE batch_seq = ? AND idx > ? AND result IS NOT NULL ORDER BY idx LIMIT ?)`,
+      )
+      .get(batchSeq, afterIdx, limit) as { lastIdx: number | null; lines: number; chunk: string | null };
+    return row.lastIdx === null || row.chunk === null ? null : { lastIdx: row.lastIdx, lines: row.lines, chunk: row.chunk };
   }
 
   /** Per request: its state and when it started and ended (tests and the bench read this; never content). */

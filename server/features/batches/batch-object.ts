@@ -1,7 +1,15 @@
 // The message batch object as the Messages API shows it (and @anthropic-ai/sdk types it), and the limits.
 import type { BatchRow } from "../../store/batches-repository.js";
 
-export const BATCH_LIMITS = {
+export interface BatchLimits {
+  maxRequests: number;
+  maxBytes: number;
+  inFlightPerAccount: number;
+  processingWindowMs: number;
+  resultsRetentionMs: number;
+}
+
+export const BATCH_LIMITS: Readonly<BatchLimits> = {
   /** Spec: a batch holds at most 100,000 requests or 256 MiB. */
   maxRequests: 100_000,
   maxBytes: 256 * 1024 * 1024,
@@ -11,7 +19,7 @@ export const BATCH_LIMITS = {
   processingWindowMs: 24 * 60 * 60 * 1000,
   /** Spec: results remain available 29 days (counted from the end of processing). */
   resultsRetentionMs: 29 * 24 * 60 * 60 * 1000,
-} as const;
+};
 
 export const BATCH_ID_PREFIX = "msgbatch_";
 

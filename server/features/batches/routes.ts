@@ -104,6 +104,7 @@ export async function registerBatchRoutes(scope: FastifyInstance, deps: ServerDe
     request.ctx.batchId = request.params.id;
     const lines = service.results(accountOf(request), request.params.id);
     reply.type("application/x-ndjson");
-    return reply.send(Readable.from(lines, { objectMode: false }));
+    // Strings, piped with backpressure: a page is read from the database only when the client has taken the last.
+    return reply.send(Readable.from(lines));
   });
 }
