@@ -4,6 +4,7 @@ import { useCallback, useState } from "react";
 import type { FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
 import { FirstRunPanel } from "./first-run";
 import { consoleApi, isDownloadRunning } from "./console-client";
+import { BatchesPage } from "./pages/batches-page";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
@@ -28,11 +29,6 @@ const PENDING = {
     title: "Files",
     purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
     waitsFor: "the Files API (/v1/files)",
-  },
-  batches: {
-    title: "Batches",
-    purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
-    waitsFor: "the Message Batches API",
   },
   audit: {
     title: "Audit",
@@ -110,6 +106,7 @@ export function App() {
           <ChatPage info={info} />
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
+        {page === "batches" && <BatchesPage info={info} />}
         {page === "keys" && <KeysPage />}
         {page === "models" && <ModelsPage />}
         {page === "server" && <ServerPage info={info} onInfo={setInfo} />}
