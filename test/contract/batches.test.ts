@@ -4,6 +4,7 @@
 // errored lines, the 24 h deadline and the 29-day retention, and resuming after a crash.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus } from "../../server/engine/types.js";
@@ -234,6 +235,20 @@ describe("creating a batch", () => {
       expect(res.statusCode, JSON.stringify(body)).toBe(status);
       expect(res.json().error.details.error_code, JSON.stringify(body)).toBe(code);
     }
+  });
+
+  it("an upload cut off midway leaves nothing behind", async () => {
+    const test = await app(new BatchEngine());
+    await test.app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = test.app.server.address() as AddressInfo;
+    const part = `{"requests": [${JSON.stringify(requests(1)[0])},`;
+    const socket = connect(port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(`POST /v1/messages/batches HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${test.key}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n${part}`);
+    await until(() => (test.store.db.prepare("SELECT COUNT(*) AS n FROM message_batches").get() as { n: number }).n === 1, "the upload to begin");
+    socket.destroy();
+    await until(() => (test.store.db.prepare("SELECT COUNT(*) AS n FROM message_batches").get() as { n: number }).n === 0, "the upload to be dropped");
+    expect(test.store.db.prepare("SELECT COUNT(*) AS n FROM message_batch_requests").get()).toEqual({ n: 0 });
   });
 
   it("takes at most the configured number of requests and bytes", async () => {

@@ -185,6 +185,18 @@ export class BatchWorker {
   }
 
   private store(claimed: ClaimedRequest, state: EndedState, result: unknown): void {
-    this.repo.finish(claimed.batchSeq, claimed.idx, state, JSON.stringify(result), this.now());
+    try {
+      this.repo.finish(claimed.batchSeq, claimed.idx, state, JSON.stringify(result), this.now());
+    } catch (err) {
+      // The database refused the write (disk full, locked too long): the request runs again later rather
+      // than staying "running" with no result.
+      this.log("error", `Batch ${claimed.batchId}: could not store the result of ${claimed.customId}: ${(err as Error).message}`);
+      try {
+        this.repo.requeue(claimed.batchSeq, claimed.idx);
+      } catch {
+        // Still failing: the next start requeues it (recover()).
+      }
+      this.retryLater();
+    }
   }
 }

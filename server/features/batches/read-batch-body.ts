@@ -72,7 +72,7 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
     } else if (problemCount === 0) valid.push({ ...entry, index: count - 1 });
   };
 
-  for await (const chunk of body) {
+  for await (const chunk of readingOf(body)) {
     const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     bytes += buffer.length;
     if (bytes > options.maxBytes) throw tooLarge(options.maxBytes);
@@ -100,11 +100,24 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
 export async function hashBody(body: AsyncIterable<Buffer | string>, maxBytes: number): Promise<string> {
   const hash = createHash("sha256");
   let bytes = 0;
-  for await (const chunk of body) {
+  for await (const chunk of readingOf(body)) {
     const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     bytes += buffer.length;
     if (bytes > maxBytes) throw tooLarge(maxBytes);
     hash.update(buffer);
   }
   return hash.digest("hex");
+}
+
+/** The body's chunks; a connection that breaks off mid-upload is the client's doing (400), not a server error. */
+async function* readingOf(body: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer | string> {
+  try {
+    yield* body;
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw new AppError("invalid_request", "The request body ended before it was complete (the connection was closed).", {
+      code: "incomplete_body",
+      cause: err,
+    });
+  }
 }
