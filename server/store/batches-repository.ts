@@ -146,20 +146,18 @@ export class BatchRepository {
     }).immediate();
   }
 
-  /** When the request's generation began (it had a sequence). */
-  markStarted(batchSeq: number, idx: number, at: number): void {
-    this.db.prepare("UPDATE message_batch_requests SET started_at = ? WHERE batch_seq = ? AND idx = ? AND state = 'running'").run(at, batchSeq, idx);
-  }
-
   /**
    * Stores a running request's result, counts it and ends the batch when it was the last one: one
-   * transaction. False when the request was no longer running (nothing changed).
+   * transaction. `startedAt`: when its generation began, if it did. False when the request was no longer
+   * running (nothing changed).
    */
-  finish(batchSeq: number, idx: number, state: EndedState, result: string, at: number): boolean {
+  finish(batchSeq: number, idx: number, state: EndedState, result: string, at: number, startedAt: number | null = null): boolean {
     return this.db.transaction((): boolean => {
       const changed = this.db
-        .prepare("UPDATE message_batch_requests SET state = ?, result = ?, params = NULL, ended_at = ? WHERE batch_seq = ? AND idx = ? AND state = 'running'")
-        .run(state, result, at, batchSeq, idx).changes;
+        .prepare(
+          "UPDATE message_batch_requests SET state = ?, result = ?, params = NULL, started_at = ?, ended_at = ? WHERE batch_seq = ? AND idx = ? AND state = 'running'",
+        )
+        .run(state, result, startedAt, at, batchSeq, idx).changes;
       if (changed === 0) return false;
       this.db.prepare(`UPDATE message_batches SET ${COUNTER[state]} = ${COUNTER[state]} + 1 WHERE seq = ?`).run(batchSeq);
       this.endIfDone(batchSeq, at);

@@ -150,18 +150,19 @@ export class BatchWorker {
     let result: InferenceResult | null = null;
     let failure: unknown = null;
     let envelope: Parameters<typeof encodeMessagesResponse>[1] | null = null;
+    let startedAt: number | null = null;
     try {
       const decoded = decodeMessagesRequest(JSON.parse(claimed.params));
       envelope = { id: newId("msg_"), model: decoded.model, thinkingDisplay: decoded.thinkingDisplay };
       const stream = await this.pipeline.open(decoded.inference, { signal, accountId: claimed.accountId, workClass: "batch" });
-      this.repo.markStarted(batchSeq, idx, this.now());
+      startedAt = this.now();
       for await (const event of stream) if (event.type === "done") result = event.result;
     } catch (err) {
       failure = err;
     }
 
     if (result && envelope) {
-      this.store(claimed, "succeeded", { type: "succeeded", message: encodeMessagesResponse(result, envelope) });
+      this.store(claimed, "succeeded", { type: "succeeded", message: encodeMessagesResponse(result, envelope) }, startedAt);
       return;
     }
     const stop = signal.aborted && signal.reason instanceof Stop ? signal.reason.reason : null;
@@ -170,7 +171,7 @@ export class BatchWorker {
       return;
     }
     if (stop) {
-      this.store(claimed, stop, { type: stop });
+      this.store(claimed, stop, { type: stop }, startedAt);
       return;
     }
     const error = failure === null ? new AppError("internal", "The generation ended without a result.") : toAppError(failure);
@@ -181,12 +182,12 @@ export class BatchWorker {
       return;
     }
     if (error.status >= 500) this.log("error", `Batch ${claimed.batchId}, request ${claimed.customId}: ${(failure as Error)?.stack ?? error.message}`);
-    this.store(claimed, "errored", { type: "errored", error: encodeAnthropicError(error, newId("req_")) });
+    this.store(claimed, "errored", { type: "errored", error: encodeAnthropicError(error, newId("req_")) }, startedAt);
   }
 
-  private store(claimed: ClaimedRequest, state: EndedState, result: unknown): void {
+  private store(claimed: ClaimedRequest, state: EndedState, result: unknown, startedAt: number | null): void {
     try {
-      this.repo.finish(claimed.batchSeq, claimed.idx, state, JSON.stringify(result), this.now());
+      this.repo.finish(claimed.batchSeq, claimed.idx, state, JSON.stringify(result), this.now(), startedAt);
     } catch (err) {
       // The database refused the write (disk full, locked too long): the request runs again later rather
       // than staying "running" with no result.
