@@ -7,6 +7,7 @@ import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
+import { BatchService } from "./features/batches/batch-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
@@ -32,6 +33,8 @@ export interface RunningServer {
   scheduler: Scheduler;
   /** Model files, the active model, downloads and switching (the desktop app's main process calls this). */
   models: ModelsService;
+  /** Message batches and the worker that runs them. */
+  batches: BatchService;
   close(): Promise<void>;
 }
 
@@ -115,8 +118,9 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const pipeline = new InferencePipeline(engineHost, { scheduler, log });
   const accounts = new AccountsService(store, keys, config.consoleSessionMinutes ? { session: { idleSeconds: config.consoleSessionMinutes * 60 } } : {});
   const audit = new AuditService(store, { retentionDays: config.auditRetentionDays, log });
+  const batches = new BatchService({ repo: store.batches, pipeline, log });
   const app = await buildApp(
-    { pipeline, keys, accounts, audit, engineHost, version: packageVersion(), log, observers: [audit.observer] },
+    { pipeline, keys, accounts, audit, engineHost, batches, version: packageVersion(), log, observers: [audit.observer] },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -133,6 +137,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
   audit.startRetention();
+  // After listen: batches left running by the last stop resume now.
+  batches.start();
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -148,9 +154,12 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     engineHost,
     scheduler,
     models,
+    batches,
     close() {
       closing ??= (async () => {
         await models.close();
+        // Running batch requests stop and go back to pending: they run again on the next start.
+        await batches.close();
         await app.close();
         audit.close();
         await engineHost.close();

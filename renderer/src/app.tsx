@@ -5,6 +5,7 @@ import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../s
 import { consoleApi, isDownloadRunning } from "./console-client";
 import { Moon, Sun, SunMoon } from "./icons";
 import { AuditPage } from "./pages/audit-page";
+import { BatchesPage } from "./pages/batches-page";
 import { ChatPage } from "./pages/chat-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
@@ -31,11 +32,6 @@ const PENDING = {
     title: "Files",
     purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
     waitsFor: "the Files API (/v1/files)",
-  },
-  batches: {
-    title: "Batches",
-    purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
-    waitsFor: "the Message Batches API",
   },
 } as const;
 
@@ -156,6 +152,7 @@ export function App() {
           />
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
+        {page === "batches" && <BatchesPage info={info} />}
         {page === "keys" && <KeysPage />}
         {page === "audit" && <AuditPage info={info} />}
         {page === "models" && <ModelsPage />}

@@ -3,6 +3,7 @@ import type { Mode, StopReason, Usage } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import type { AccountsService } from "../features/accounts/accounts-service.js";
 import type { AuditService } from "../features/audit/audit-service.js";
+import type { BatchService } from "../features/batches/batch-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
 import type { WorkClass } from "../pipeline/scheduler.js";
@@ -70,6 +71,8 @@ export interface ServerDeps {
   audit: AuditService;
   engineHost: EngineHost;
   version: string;
+  /** Message batches (/v1/messages/batches); without it those paths are 404. */
+  batches?: BatchService;
   /** Sees every finished request: the audit feature records key requests here. */
   observers?: RequestObserver[];
   /** How long a stream may wait (queue, prompt) before its first keep-alive comment; default KEEPALIVE_MS. */

@@ -25,8 +25,8 @@ export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIO
   // Another process (a CLI command beside a running server) may hold the write lock briefly.
   db.pragma("busy_timeout = 5000");
   db.pragma("synchronous = NORMAL");
-  // Deleted rows are overwritten with zeros, not just unlinked: an erased audit record (or any deleted row)
-  // leaves no readable bytes in the file. See AuditRepository.scrub for the write-ahead log.
+  // Deleted rows are overwritten with zeros, not just unlinked: an erased audit record or a deleted batch's
+  // requests and results leave no readable bytes in the file. See AuditRepository.scrub for the write-ahead log.
   db.pragma("secure_delete = ON");
   migrate(db, migrations);
   return db;

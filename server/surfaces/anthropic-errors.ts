@@ -4,7 +4,7 @@ import type { AppError, AppErrorKind } from "../core/errors.js";
 
 export interface AnthropicErrorBody {
   type: "error";
-  error: { type: string; message: string; details?: { error_code: string; param?: string } };
+  error: { type: string; message: string; details?: { error_code: string; param?: string; errors?: unknown[] } };
   request_id: string;
 }
 
@@ -28,6 +28,8 @@ const TYPE_OF_KIND: Record<AppErrorKind, string> = {
  */
 export function encodeAnthropicError(err: AppError, requestId: string): AnthropicErrorBody {
   const message = err.param && !err.message.includes(err.param) ? `${err.param}: ${err.message}` : err.message;
-  const details = err.code ? { error_code: err.code, ...(err.param ? { param: err.param } : {}) } : undefined;
+  // details.errors: one entry per bad item when a request fails for several (a batch's invalid requests).
+  const errors = Array.isArray(err.details?.errors) ? { errors: err.details.errors as unknown[] } : {};
+  const details = err.code ? { error_code: err.code, ...(err.param ? { param: err.param } : {}), ...errors } : undefined;
   return { type: "error", error: { type: TYPE_OF_KIND[err.kind], message, ...(details ? { details } : {}) }, request_id: requestId };
 }

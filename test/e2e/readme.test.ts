@@ -249,8 +249,14 @@ describe("README.md, every command and snippet as printed", () => {
         for (const name of install[1]!.trim().split(" ")) expect(Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }), span).toContain(name);
       } else if (span === "npm install" || span === "npm ci") {
         // The set-up command (run by CI), and the one the README says not to use.
-      } else if (span === "npm run bench") {
-        // A benchmark: it rebuilds dist/ (which the other tests use at the same time) and prints ratios, not pass/fail.
+      } else if (/^npm run bench(:[\w-]+)?( -- .*)?$/.test(span)) {
+        // A benchmark: it rebuilds dist/ (which the other tests use at the same time), loads the machine for
+        // minutes and prints ratios, not pass/fail. It must at least exist as printed.
+        const script = /^npm run (bench(?::[\w-]+)?)/.exec(span)![1]!;
+        const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+        expect(Object.keys(scripts), span).toContain(script);
+        const file = /tsx (bench\/[\w-]+\.ts)/.exec(scripts[script]!)?.[1] ?? /(bench\/[\w-]+\.ts)/.exec(scripts[script]!)?.[1];
+        expect(file && existsSync(join(ROOT, file)), `${span}: ${scripts[script]}`).toBe(true);
       } else if (/^svc \w+$/.test(span)) {
         // A command's name in a sentence ("`svc serve` flags"), not something to type.
       } else if (/\b[A-Z][A-Z_]+\b/.test(span)) {

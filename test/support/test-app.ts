@@ -2,6 +2,7 @@
 import { rmSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { EngineHost } from "../../server/engine/engine-host.js";
+import { BatchService, type BatchServiceOptions } from "../../server/features/batches/batch-service.js";
 import type { Engine } from "../../server/engine/types.js";
 import { AccountsService, type AccountsServiceOptions } from "../../server/features/accounts/accounts-service.js";
 import { AuditService, type AuditServiceOptions } from "../../server/features/audit/audit-service.js";
@@ -19,6 +20,7 @@ export interface TestApp {
   accounts: AccountsService;
   audit: AuditService;
   key: string;
+  batches: BatchService;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,8 @@ export interface TestAppOptions {
   accounts?: AccountsServiceOptions;
   /** Options of the audit service (retention, clock). */
   audit?: AuditServiceOptions;
+  /** Options of the batch service (clock, limits, worker concurrency). */
+  batches?: Partial<Omit<BatchServiceOptions, "repo" | "pipeline">>;
 }
 
 /** `engine` is wrapped in a host of its own; pass an EngineHost to drive loading and switching yourself. */
@@ -43,11 +47,14 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
   const audit = new AuditService(store, { log: options.log, ...options.audit });
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
   const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
+  const pipeline = new InferencePipeline(host, { scheduler, log: options.log });
+  const batches = new BatchService({ ...options.batches, repo: store.batches, pipeline });
   const app = await buildApp({
-    pipeline: new InferencePipeline(host, { scheduler, log: options.log }),
+    pipeline,
     keys,
     accounts,
     audit,
+    batches,
     engineHost: host,
     version: "test",
     observers: [audit.observer, ...(options.observers ?? [])],
@@ -55,6 +62,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     log: options.log,
   });
   const key = keys.create().key;
+  batches.start();
   return {
     app,
     store,
@@ -62,7 +70,9 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     accounts,
     audit,
     key,
+    batches,
     async close() {
+      await batches.close();
       await app.close();
       audit.close();
       store.close();
