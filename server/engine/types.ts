@@ -52,6 +52,8 @@ export interface EngineOutcome {
   text: string;
   reasoning: string;
   toolCalls: ToolCall[];
+  /** A call cut off by the token budget (stop reason max_tokens): its name and the arguments written so far. */
+  incompleteToolCall?: ToolCall;
   stopReason: Exclude<StopReason, "low_confidence" | "abstained">;
   stopSequence: string | null;
   usage: EngineUsage;

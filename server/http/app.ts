@@ -9,6 +9,7 @@ import { isLoopbackHost } from "../core/loopback.js";
 import { newId } from "../core/ids.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
+import { registerResponsesCompactRoutes } from "../surfaces/responses/compact-routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
 import { modelObject } from "../surfaces/models.js";
@@ -164,6 +165,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
 
   await app.register(async (scope) => registerChatRoutes(scope, deps));
   await app.register(async (scope) => registerResponsesRoutes(scope, deps));
+  await app.register(async (scope) => registerResponsesCompactRoutes(scope, deps));
   await app.register(async (scope) => registerMessagesRoutes(scope, deps));
   return app;
 }

@@ -16,6 +16,7 @@ import type { EngineHost } from "../engine/engine-host.js";
 import type { CacheBreakpoint, EngineOutcome, EngineRequest } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
+import { fitToContext, nameInputParam } from "./context-fit.js";
 import { estimateTokens } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
@@ -39,9 +40,12 @@ export class InferencePipeline {
    */
   async open(request: InferenceRequest, signal: AbortSignal): Promise<InferenceStream> {
     const engine = this.host.engine();
-    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
-    const events = engine.generate(engineRequest, signal);
-    const first = await events.next();
+    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages) };
+    if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
+    const events = engine.generate(toEngineRequest(resolved), signal);
+    const first = await events.next().catch((err: unknown) => {
+      throw nameInputParam(err, request.surface);
+    });
     if (first.done || first.value.type !== "start") {
       if (signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
       throw new AppError("internal", "The engine ended without starting a generation.");
@@ -161,6 +165,7 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome): Infere
     text: outcome.text,
     reasoning: outcome.reasoning,
     toolCalls: outcome.toolCalls,
+    ...(outcome.incompleteToolCall ? { incompleteToolCall: outcome.incompleteToolCall } : {}),
     stopReason: outcome.stopReason,
     stopSequence: outcome.stopSequence,
     usage: { ...outcome.usage, cacheWriteTokens: outcome.usage.cacheWriteTokens ?? 0 },
