@@ -137,6 +137,9 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         sequences: status.model?.sequences ?? null,
         threads: status.model?.threads ?? null,
         gpu_layers: status.model?.gpuLayers ?? null,
+        kv_cache: status.model?.kvCache ?? null,
+        // Why coding agents' requests will not fit, and the setting that fixes it (null when they fit).
+        context_note: status.model?.contextNote ?? null,
         error: status.error,
       },
       gpu: gpu
@@ -154,10 +157,11 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   };
   app.get("/health", async () => health());
   app.get("/v1/messages/_health", async () => health());
-  app.get("/v1/models", async () => ({ object: "list", data: [modelObject()] }));
+  const loadedModel = () => modelObject(deps.engineHost.status().model);
+  app.get("/v1/models", async () => ({ object: "list", data: [loadedModel()] }));
   app.get("/v1/models/:model", async (request) => {
     const { model } = request.params as { model: string };
-    const found = modelObject();
+    const found = loadedModel();
     if (model !== found.id && model !== "svc")
       throw new AppError("not_found", `The model '${model}' does not exist.`, { code: "model_not_found", param: "model" });
     return found;
