@@ -1,6 +1,6 @@
 // docs/integrations.md's SDK snippets (the Vercel AI SDK, LangChain, the OpenAI Agents SDK), run as printed
 // against `svc serve` on the tiny model: each exits 0 and prints an answer. (Its Claude Code and Codex
-// setups run in claude-code.test.ts and codex.test.ts.)
+// setups run in coding-agents.test.ts.)
 import { spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
