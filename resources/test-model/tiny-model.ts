@@ -214,7 +214,8 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     ["general.architecture", { type: "string", value: "llama" }],
     ["general.name", { type: "string", value: "svc tiny test model" }],
     ["general.description", { type: "string", value: `Seeded Markov-chain test model (seed ${seed}); not a language model.` }],
-    ["llama.context_length", u32(options.contextLength ?? 32768)],
+    // Long enough for a coding agent's first request (Claude Code's is ~49k tokens under this tokenizer).
+    ["llama.context_length", u32(options.contextLength ?? 65536)],
     ["llama.embedding_length", u32(nEmbd)],
     ["llama.block_count", u32(1)],
     ["llama.feed_forward_length", u32(nFf)],

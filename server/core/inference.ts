@@ -106,6 +106,11 @@ export interface InferenceRequest {
   refusalMode?: RefusalMode;
   sessionId?: string;
   metadata?: Record<string, unknown>;
+  /**
+   * "auto": when the prompt does not fit the context, the oldest turns (after the leading system messages)
+   * are left out until it does, keeping room for the answer. Otherwise such a prompt is refused.
+   */
+  truncation?: "auto";
 }
 
 /** Why generation ended. Surfaces map these to finish_reason / stop_reason / status. */
@@ -162,7 +167,13 @@ export interface InferenceResult {
   mode: Mode;
   text: string;
   reasoning: string;
+  /** Complete calls only. */
   toolCalls: ToolCall[];
+  /**
+   * A call cut off by max_tokens (stopReason max_tokens): its name and the arguments written so far, exactly
+   * the concatenation of its streamed deltas (possibly "" or incomplete JSON).
+   */
+  incompleteToolCall?: ToolCall;
   stopReason: StopReason;
   stopSequence: string | null;
   usage: Usage;

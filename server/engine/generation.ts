@@ -8,6 +8,10 @@
 // Everything the library would do too eagerly is done here instead: stop sequences are matched on the
 // visible answer only, grammars constrain only the answer or the call being written, and the reasoning
 // budget closes the thought by forcing the model's own closing marker.
+//
+// Output never exceeds the completion budget: forced tokens (markers, a forced call's prefix, a call's
+// suffix) count as output, and are only fed when they fit with room for at least one sampled token after
+// them; otherwise generation ends there without them. A call cut by the budget is reported as incomplete.
 import {
   LlamaGrammarEvaluationState,
   TokenBias,
@@ -78,13 +82,18 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     ),
   );
 
+  /** Output tokens fed or sampled so far. */
   let completion = 0;
+  /** Forced tokens queued by the current step; counted only if they are fed. */
+  let pending = 0;
   let reasoningTokens = 0;
   let reasoning = "";
   let text = "";
   let textStarted = false;
   let reasoningWhitespace = "";
   const toolCalls: ToolCall[] = [];
+  /** The call being written (its name known), until its arguments end. */
+  let openCall: ToolCall | null = null;
   let toolText = "";
   const punish: Token[] = [];
 
@@ -162,36 +171,35 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   const tokensOf = (s: string): Token[] => model.tokenize(s, false);
 
-  /** Sets up the answer: a forced call starts right away; otherwise free text or the JSON grammar. */
-  function enterAnswer(feed: Token[], events: EngineEvent[]): Phase {
+  /** Room for `forced` more tokens and at least one sampled token after them. */
+  const fits = (forced: number) => completion + pending + forced < maxCompletion;
+
+  /**
+   * Sets up the answer: a forced call starts right away; otherwise free text or the JSON grammar. Null when a
+   * forced call's prefix does not fit the budget: the call does not start at all.
+   */
+  function enterAnswer(feed: Token[], events: EngineEvent[]): Phase | null {
     if (forcedTool && toolCalls.length === 0) {
       const call = syntax.toolCall!;
       if (forcedTool.type === "tool") {
         const tool = request.tools.find((t) => t.name === forcedTool.name)!;
+        const forced = [...call.prefix, ...tokensOf(tool.name), ...call.paramsPrefix];
+        if (!fits(forced.length)) return null;
         const id = newCallId();
-        feed.push(...call.prefix, ...tokensOf(tool.name), ...call.paramsPrefix);
-        completion += call.prefix.length + tokensOf(tool.name).length + call.paramsPrefix.length;
+        feed.push(...forced);
+        pending += forced.length;
         toolText = "";
+        openCall = { id, name: tool.name, arguments: "" };
         events.push({ type: "tool_call.start", index: toolCalls.length, id, name: tool.name });
         return { kind: "tool_args", tool, id };
       }
+      if (!fits(call.prefix.length)) return null;
       feed.push(...call.prefix);
-      completion += call.prefix.length;
+      pending += call.prefix.length;
       toolText = "";
       return { kind: "tool_name" };
     }
     return { kind: "answer" };
-  }
-
-  let phase: Phase;
-  let feed: Token[] = setup.promptTokens.slice(setup.cachedTokens);
-  const startEvents: EngineEvent[] = [];
-  if (thought && reasoningBudget > 0) {
-    feed.push(...thought.openTokens);
-    completion += thought.openTokens.length;
-    phase = { kind: "reasoning" };
-  } else {
-    phase = enterAnswer(feed, startEvents);
   }
 
   let started = false;
@@ -201,7 +209,22 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     end.stop = { kind, sequence };
   };
 
-  while (end.stop === null) {
+  let phase: Phase = { kind: "answer" };
+  let feed: Token[] = setup.promptTokens.slice(setup.cachedTokens);
+  const startEvents: EngineEvent[] = [];
+  if (thought && reasoningBudget > 0 && fits(thought.openTokens.length)) {
+    feed.push(...thought.openTokens);
+    pending += thought.openTokens.length;
+    phase = { kind: "reasoning" };
+  } else {
+    const entered = enterAnswer(feed, startEvents);
+    if (entered === null) finish("max_tokens");
+    else phase = entered;
+  }
+  completion += pending;
+  pending = 0;
+
+  while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
     const iterator = sequence.evaluate(feed, optionsFor(phase));
     const nextFeed: Token[] = [];
@@ -216,6 +239,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         for (const e of startEvents) yield e;
       }
       const events: EngineEvent[] = [];
+      pending = 0;
       const eog = model.isEogToken(token);
       if (!eog) {
         completion += 1;
@@ -227,8 +251,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
           if (eog) {
             // The model ended its turn inside the thought: close it and let it answer.
             nextFeed.push(...thought!.closeTokens);
-            completion += thought!.closeTokens.length;
+            pending += thought!.closeTokens.length;
             nextPhase = enterAnswer(nextFeed, events);
+            if (nextPhase === null) finish("max_tokens");
             break;
           }
           const piece = decoder.push(token);
@@ -238,7 +263,8 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
             reasoningWhitespace = "";
             nextFeed.push(token);
             nextPhase = enterAnswer(nextFeed, events);
-            if (nextPhase.kind === "answer") events.push(...emitAnswerText(m.rest));
+            if (nextPhase === null) finish("max_tokens");
+            else if (nextPhase.kind === "answer") events.push(...emitAnswerText(m.rest));
             break;
           }
           reasoningTokens += 1;
@@ -246,8 +272,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
             events.push(...emitReasoning(reasoningMatcher!.flush()));
             reasoningWhitespace = "";
             nextFeed.push(token, ...thought!.closeTokens);
-            completion += thought!.closeTokens.length;
+            pending += thought!.closeTokens.length;
             nextPhase = enterAnswer(nextFeed, events);
+            if (nextPhase === null) finish("max_tokens");
           }
           break;
         }
@@ -271,10 +298,11 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
               break;
             }
             const id = newCallId();
+            openCall = { id, name, arguments: "" };
             events.push({ type: "tool_call.start", index: toolCalls.length, id, name });
             const call = syntax.toolCall!;
             nextFeed.push(...call.paramsPrefix);
-            completion += call.paramsPrefix.length;
+            pending += call.paramsPrefix.length;
             toolText = "";
             nextPhase = { kind: "tool_args", tool, id };
             break;
@@ -287,19 +315,21 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
             const args = toolText.trim() || "{}";
             events.push({ type: "tool_call.end", index: toolCalls.length, arguments: args });
             toolCalls.push({ id: phase.id, name: phase.tool.name, arguments: args });
+            openCall = null;
             const call = syntax.toolCall!;
             if (!request.parallelToolCalls || toolCalls.length >= MAX_TOOL_CALLS) {
               finish("tool_calls");
               break;
             }
             nextFeed.push(...call.suffix);
-            completion += call.suffix.length;
+            pending += call.suffix.length;
             decoder.reset(call.suffix);
             nextPhase = { kind: "after_tool" };
             break;
           }
           const piece = decoder.push(token);
           toolText += piece;
+          if (openCall) openCall.arguments = toolText;
           if (piece) events.push({ type: "tool_call.delta", index: toolCalls.length, argumentsDelta: piece });
           break;
         }
@@ -311,7 +341,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
           const m = afterToolMatcher!.push(decoder.push(token));
           if (m.hit) {
             nextFeed.push(token, ...syntax.toolCall!.prefixRest);
-            completion += syntax.toolCall!.prefixRest.length;
+            pending += syntax.toolCall!.prefixRest.length;
             toolText = "";
             nextPhase = { kind: "tool_name" };
           } else if (m.emit.trim() !== "") {
@@ -322,9 +352,22 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         }
       }
 
-      if (end.stop === null && completion >= maxCompletion) {
-        if (phase.kind === "answer") events.push(...emitText(answerMatcher.flush()));
-        finish(phase.kind === "after_tool" ? "tool_calls" : "max_tokens");
+      if (end.stop === null) {
+        if (completion + pending >= maxCompletion) {
+          // No room to sample after what is queued: stop here, without feeding (or counting) forced tokens.
+          if (phase.kind === "answer") events.push(...emitText(answerMatcher.flush()));
+          if (phase.kind === "tool_args" && nextPhase === null && isCompleteObject(toolText)) {
+            // The arguments' last token closed the object: the call is complete, only its end marker is missing.
+            const args = toolText.trim();
+            events.push({ type: "tool_call.end", index: toolCalls.length, arguments: args });
+            toolCalls.push({ id: phase.id, name: phase.tool.name, arguments: args });
+            openCall = null;
+          }
+          const callsDone = phase.kind === "after_tool" || nextPhase?.kind === "after_tool" || (phase.kind === "tool_args" && openCall === null);
+          finish(callsDone ? "tool_calls" : "max_tokens");
+        } else {
+          completion += pending;
+        }
       }
       for (const e of events) yield e;
       if (end.stop !== null) break;
@@ -350,6 +393,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       text,
       reasoning,
       toolCalls,
+      ...(openCall !== null && stopReason === "max_tokens" ? { incompleteToolCall: { ...(openCall as ToolCall) } } : {}),
       stopReason,
       stopSequence: final.sequence,
       usage: {
@@ -372,10 +416,20 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       finish("stop_sequence", m.hit.trigger);
     } else if (m.hit?.kind === "tool" && token !== undefined && nextFeed !== undefined) {
       nextFeed.push(token, ...syntax.toolCall!.prefixRest);
-      completion += syntax.toolCall!.prefixRest.length;
+      pending += syntax.toolCall!.prefixRest.length;
       toolText = "";
     }
     return out;
+  }
+}
+
+/** Grammar-constrained arguments are complete once they parse: nothing but whitespace can follow an object. */
+function isCompleteObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
   }
 }
 

@@ -6,6 +6,7 @@ import { basename } from "node:path";
 import {
   getLlama,
   getLlamaGpuTypes,
+  GgmlType,
   JinjaTemplateChatWrapper,
   LlamaLogLevel,
   resolveChatWrapper,
@@ -20,7 +21,10 @@ import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import {
+  agentContextNote,
+  agentContextSize,
   chooseThreads,
+  DEFAULT_MAX_CONTEXT_SIZE,
   defaultMaxSequences,
   fitMemoryModel,
   gpuCandidates,
@@ -44,7 +48,7 @@ export interface LlamaEngineOptions {
   sequences?: number;
   /** Tokens per sequence; undefined sizes it to the free memory (capped by maxContextSize). */
   contextSize?: number;
-  /** Cap for the automatic context size; default 16384. */
+  /** Cap for the automatic context size; default 131072 (and never past the model's training length). */
   maxContextSize?: number;
   gpu?: GpuPreference;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -147,18 +151,53 @@ function formatMiB(bytes: number): string {
   return bytes >= 1024 * MiB ? `${(bytes / 1024 / MiB).toFixed(1)} GiB` : `${Math.round(bytes / MiB)} MiB`;
 }
 
+/**
+ * Text like what coding agents send (instructions, a tool schema, code), to measure how many tokens this
+ * model's tokenizer makes per character of it.
+ */
+const AGENT_TEXT_SAMPLE = `You are an interactive agent that helps users with software engineering tasks. Use the instructions below and the tools available to you to assist the user.
+
+# Doing tasks
+- Read the relevant files before you change them, and keep changes small.
+- Run the tests after each change; never skip a failing test.
+
+{"name": "Read", "description": "Reads a file from the local filesystem.", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string", "description": "The absolute path to the file to read"}, "offset": {"type": "number"}}, "required": ["file_path"], "additionalProperties": false}}
+
+export async function loadConfig(path: string): Promise<Config> {
+  const text = await readFile(path, "utf8");
+  return JSON.parse(text) as Config;
+}
+`;
+
+/** Tokens per character of agent-like text under this model's tokenizer. */
+function agentTokensPerChar(model: LlamaModel): number {
+  return model.tokenize(AGENT_TEXT_SAMPLE, false).length / AGENT_TEXT_SAMPLE.length;
+}
+
 /** Sizes the context to the memory left once the model is loaded (see resource-plan.ts). */
-async function planForModel(llama: Llama, model: LlamaModel, options: LlamaEngineOptions): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean }> {
+async function planForModel(
+  llama: Llama,
+  model: LlamaModel,
+  options: LlamaEngineOptions,
+  agentContext: number,
+): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean }> {
   const onGpu = llama.gpu !== false && model.gpuLayers > 0;
-  const explicit = options.contextSize !== undefined && options.sequences !== undefined;
-  const estimate = async (contextSize: number, sequences: number) => {
-    const r = await model.fileInsights.estimateContextResourceRequirementsV2({ contextSize, modelGpuLayers: model.gpuLayers, sequences });
+  const estimate = async (contextSize: number, sequences: number, quantized = false) => {
+    const r = await model.fileInsights.estimateContextResourceRequirementsV2({
+      contextSize,
+      modelGpuLayers: model.gpuLayers,
+      sequences,
+      ...(quantized ? { kvCacheKeyType: GgmlType.Q8_0, kvCacheValueType: GgmlType.Q8_0, flashAttention: true } : {}),
+    });
     return onGpu ? r.gpuVram : r.cpuRam;
   };
-  const [c1s1, c2s1, c2s2] = explicit ? [0, 0, 0] : await Promise.all([estimate(1024, 1), estimate(2048, 1), estimate(2048, 2)]);
-  const memory = explicit
-    ? { fixedBytes: 0, bytesPerContextToken: 0, bytesPerSequenceToken: 0 }
-    : fitMemoryModel({ c1: 1024, c2: 2048, c1s1, c2s1, c2s2 });
+  const fit = async (quantized: boolean) => {
+    const [c1s1, c2s1, c2s2] = await Promise.all([estimate(1024, 1, quantized), estimate(2048, 1, quantized), estimate(2048, 2, quantized)]);
+    return fitMemoryModel({ c1: 1024, c2: 2048, c1s1, c2s1, c2s2 });
+  };
+  // Also with both values given: the estimates then choose the KV cache type (q8_0 where only that fits).
+  const memory = await fit(false);
+  const quantizedMemory = await fit(true).catch(() => undefined);
   const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
   const budget = memoryBudget({
     onGpu,
@@ -171,12 +210,36 @@ async function planForModel(llama: Llama, model: LlamaModel, options: LlamaEngin
   const plan = planContext({
     budgetBytes: budget,
     memory,
+    quantizedMemory,
     trainContextSize: model.trainContextSize,
     contextSize: options.contextSize,
     sequences: options.sequences,
-    limits: { maxContextSize: options.maxContextSize ?? 16384, maxSequences: defaultMaxSequences(onGpu) },
+    limits: {
+      maxContextSize: options.maxContextSize ?? DEFAULT_MAX_CONTEXT_SIZE,
+      maxSequences: defaultMaxSequences(onGpu),
+      agentContextSize: agentContext,
+    },
   });
   return { plan, budget, onGpu };
+}
+
+const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } as const;
+
+/**
+ * A prompt longer than the context: a 400 that says how to fix it (nothing is truncated silently): the
+ * --context-size that would take it, and what stands in the way of that.
+ */
+export function contextTooLong(info: Pick<LoadedModelInfo, "contextSize" | "trainContextSize" | "sequences">, promptTokens: number): AppError {
+  const suggest = Math.ceil((promptTokens + 4096) / 1024) * 1024;
+  const past = info.trainContextSize > 0 && suggest > info.trainContextSize ? ` (past the ${info.trainContextSize} tokens the model was trained on; answers may degrade there)` : "";
+  const sequences = info.sequences > 1 ? ` If memory is short, --sequences 1 gives one sequence the memory of all ${info.sequences}.` : "";
+  return new AppError(
+    "invalid_request",
+    `This model's context is ${info.contextSize} tokens per sequence, but the prompt is ${promptTokens} tokens. Nothing is truncated: ` +
+      `shorten the conversation, or start the server with a larger context, e.g. \`svc serve --context-size ${suggest}\`${past} ` +
+      `(or SVC_CONTEXT_SIZE=${suggest}).${sequences}`,
+    { code: "context_length_exceeded", param: "messages", details: { context_size: info.contextSize, prompt_tokens: promptTokens } },
+  );
 }
 
 /** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
@@ -222,23 +285,29 @@ export class LlamaEngine implements Engine {
       });
     }
     try {
-      const { plan, budget, onGpu } = await planForModel(llama, model, options);
+      const agentContext = agentContextSize(agentTokensPerChar(model));
+      const { plan, budget, onGpu } = await planForModel(llama, model, options, agentContext);
       const totalLayers = model.fileInsights.totalLayers;
       const offload: Offload = model.gpuLayers <= 0 || llama.gpu === false ? "none" : model.gpuLayers >= totalLayers ? "full" : "partial";
       const threads = options.threads ?? chooseThreads({ cores: availableParallelism(), offload });
+      const kvNote = plan.kvCache === "q8_0" ? ", 8-bit KV cache" : "";
       if (plan.auto.contextSize || plan.auto.sequences)
         options.log?.(
           plan.fits ? "info" : "warn",
-          `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens ` +
+          `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens${kvNote} ` +
             `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
         );
       let context: LlamaContext;
+      let kvCache = plan.kvCache;
+      const kvOptions = () => (kvCache === "q8_0" ? QUANTIZED_KV : {});
       try {
-        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads });
+        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, ...kvOptions() });
       } catch (err) {
-        if (!plan.auto.contextSize) throw err;
-        // The estimate was off: let the library find the largest context that fits, up to the planned one.
-        options.log?.("warn", `A context of ${plan.contextSize} tokens did not fit (${(err as Error).message}); trying smaller.`);
+        if (!plan.auto.contextSize && kvCache === "f16") throw err;
+        // The estimate was off (or this backend has no 8-bit KV cache): let the library find the largest
+        // context that fits, up to the planned one, with the default KV cache.
+        options.log?.("warn", `A context of ${plan.contextSize} tokens${kvNote} did not load (${(err as Error).message}); trying smaller.`);
+        kvCache = "f16";
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads });
       }
       const sequences = plan.sequences;
@@ -259,15 +328,25 @@ export class LlamaEngine implements Engine {
         threads,
         gpuLayers: model.gpuLayers,
         totalLayers,
+        maxOutputTokens: context.contextSize - CONTEXT_MARGIN,
+        kvCache,
+        agentContextSize: agentContext,
+        contextNote: agentContextNote({
+          contextSize: context.contextSize,
+          agentContextSize: agentContext,
+          trainContextSize: model.trainContextSize,
+          contextSizeGiven: !plan.auto.contextSize,
+        }),
       };
       const gpu = await describeGpu(llama, runtime.skipped);
       options.log?.(
         "info",
         `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
-          `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
+          `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
+      if (info.contextNote) options.log?.("warn", info.contextNote);
       return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu);
     } catch (err) {
       await model.dispose().catch(() => undefined);
@@ -296,13 +375,7 @@ export class LlamaEngine implements Engine {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 });
     const promptTokens = this.render(request);
     const room = this.context.contextSize - promptTokens.length - CONTEXT_MARGIN;
-    if (room < 1)
-      throw new AppError(
-        "invalid_request",
-        `This model's context is ${this.context.contextSize} tokens, but the prompt is ${promptTokens.length} tokens. ` +
-          `Shorten the messages (nothing is truncated silently).`,
-        { code: "context_length_exceeded", param: "messages" },
-      );
+    if (room < 1) throw contextTooLong(this.info, promptTokens.length);
     const grammars = await this.compileGrammars(request);
     const breakpointEnd = request.cacheBreakpoints?.length
       ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)

@@ -195,19 +195,46 @@ export function toFunctions(tools: ToolDefinition[]): ChatModelFunctions | undef
   return out;
 }
 
+/**
+ * Where system messages go in the prompt. Those before the first model turn (the leading ones, and any the
+ * client put among the first turn's messages, such as Claude Code's environment block after the user's
+ * prompt) form the system prompt at the start: that part never changes once the conversation goes on, and
+ * the user's prompt then comes last, so a new prompt reuses everything before it from the cache. System
+ * messages after the first model turn stay where they stand: moving them to the start would change the
+ * prompt's beginning, and so invalidate the whole cache, each time one is added. With `hoistAll`, every
+ * system message joins the system prompt (for chat templates that refuse system messages elsewhere).
+ */
+export function placeSystemMessages(history: ChatHistoryItem[], hoistAll = false): ChatHistoryItem[] {
+  const firstModel = history.findIndex((item) => item.type === "model");
+  const end = hoistAll || firstModel < 0 ? history.length : firstModel;
+  const joins = (item: ChatHistoryItem, i: number) => item.type === "system" && i < end;
+  return [...history.filter(joins), ...history.filter((item, i) => !joins(item, i))];
+}
+
+/** Set by node-llama-cpp's Jinja wrapper when the template made it render system messages as user messages. */
+function systemTurnedToUser(state: object): boolean {
+  return (state as { transformedSystemMessagesToUserMessages?: boolean }).transformedSystemMessagesToUserMessages === true;
+}
+
 export function renderPrompt(
   model: LlamaModel,
   wrapper: ChatWrapper,
   messages: CanonicalMessage[],
   tools: ToolDefinition[],
 ): Token[] {
-  const chatHistory = toChatHistory(messages, tools);
-  const { contextText } = wrapper.generateContextState({
-    chatHistory,
-    availableFunctions: toFunctions(tools),
-    documentFunctionParams: true,
-  });
-  return contextText.tokenize(model.tokenizer);
+  const history = toChatHistory(messages, tools);
+  const render = (chatHistory: ChatHistoryItem[]) =>
+    wrapper.generateContextState({ chatHistory, availableFunctions: toFunctions(tools), documentFunctionParams: true });
+  const placed = placeSystemMessages(history);
+  let state = render(placed);
+  const lateSystem = placed.some((item, i) => item.type === "system" && placed.slice(0, i).some((before) => before.type !== "system"));
+  if (systemTurnedToUser(state) && lateSystem) {
+    // The template refused a system message after the start and node-llama-cpp turned every system message
+    // into a user message; with all of them in the system prompt the template may take them as they are.
+    const hoisted = render(placeSystemMessages(history, true));
+    if (!systemTurnedToUser(hoisted)) state = hoisted;
+  }
+  return state.contextText.tokenize(model.tokenizer);
 }
 
 /** Text and tool name for the probe continuations below; any content works, only where it starts matters. */

@@ -103,16 +103,29 @@ export interface ContextPlanLimits {
   minContextSize: number;
   /** Most sequences chosen automatically. */
   maxSequences: number;
+  /**
+   * The context a coding agent's first request needs with this model (tokens; 0: none). Contexts are not
+   * shortened below it (nor below preferTwoSequencesDownTo) while fewer sequences or a quantized KV cache
+   * still reach it.
+   */
+  agentContextSize: number;
   /** Below this context size, two sequences give way to one longer one. */
   preferTwoSequencesDownTo: number;
   /** Context sizes are rounded down to a multiple of this. */
   step: number;
 }
 
+/**
+ * No cap below the model's training length up to 128k tokens: coding agents send 10k to 50k tokens before the
+ * user's first word, and memory, not a fixed cap, is what should bound the context.
+ */
+export const DEFAULT_MAX_CONTEXT_SIZE = 131072;
+
 export const DEFAULT_PLAN_LIMITS: ContextPlanLimits = {
-  maxContextSize: 16384,
+  maxContextSize: DEFAULT_MAX_CONTEXT_SIZE,
   minContextSize: 512,
   maxSequences: 2,
+  agentContextSize: 0,
   preferTwoSequencesDownTo: 4096,
   step: 256,
 };
@@ -122,9 +135,13 @@ export function defaultMaxSequences(onGpu: boolean): number {
   return onGpu ? 4 : 2;
 }
 
+/** f16 is llama.cpp's default; q8_0 (with flash attention) halves the KV cache at a small cost in quality. */
+export type KvCacheType = "f16" | "q8_0";
+
 export interface ContextPlan {
   contextSize: number;
   sequences: number;
+  kvCache: KvCacheType;
   estimatedBytes: number;
   /** False when even the smallest context does not fit the budget (the load may then fail). */
   fits: boolean;
@@ -133,56 +150,119 @@ export interface ContextPlan {
 }
 
 /**
- * Sizes the context to the budget. Given values are kept as they are. Otherwise: the full context (the cap
- * or the model's training length, whichever is smaller) with as many sequences as fit; failing that, two
- * sequences with the largest context that fits, down to preferTwoSequencesDownTo; failing that, one sequence
- * with the largest context that fits.
+ * Sizes the context to the budget. Given values are kept as they are. Otherwise, in order, the first that
+ * fits: the full context (the cap or the model's training length, whichever is smaller) with as many
+ * sequences as fit; two sequences with the largest context that fits, down to the floor (what a coding
+ * agent needs, at least preferTwoSequencesDownTo); one sequence down to the floor; the same with a q8_0
+ * KV cache (when its memory model is given); and last one sequence with the largest context that fits.
  */
 export function planContext(input: {
   budgetBytes: number;
   memory: MemoryModel;
+  /** The memory model with a q8_0 KV cache; without it the KV cache stays f16. */
+  quantizedMemory?: MemoryModel;
   trainContextSize: number;
   contextSize?: number;
   sequences?: number;
   limits?: Partial<ContextPlanLimits>;
 }): ContextPlan {
   const limits = { ...DEFAULT_PLAN_LIMITS, ...input.limits };
-  const cost = (c: number, s: number) => estimateContextBytes(input.memory, c, s);
-  const fits = (c: number, s: number) => cost(c, s) <= input.budgetBytes;
+  const memoryOf = (kv: KvCacheType) => (kv === "q8_0" && input.quantizedMemory ? input.quantizedMemory : input.memory);
+  const cost = (c: number, s: number, kv: KvCacheType) => estimateContextBytes(memoryOf(kv), c, s);
+  const fits = (c: number, s: number, kv: KvCacheType = "f16") => cost(c, s, kv) <= input.budgetBytes;
+  const kvTypes: KvCacheType[] = input.quantizedMemory ? ["f16", "q8_0"] : ["f16"];
   const auto = { contextSize: input.contextSize === undefined, sequences: input.sequences === undefined };
-  const result = (contextSize: number, sequences: number): ContextPlan => ({
+  const result = (contextSize: number, sequences: number, kvCache: KvCacheType = "f16"): ContextPlan => ({
     contextSize,
     sequences,
-    estimatedBytes: Math.round(cost(contextSize, sequences)),
-    fits: fits(contextSize, sequences),
+    kvCache,
+    estimatedBytes: Math.round(cost(contextSize, sequences, kvCache)),
+    fits: fits(contextSize, sequences, kvCache),
     auto,
   });
   const train = input.trainContextSize > 0 ? input.trainContextSize : limits.maxContextSize;
   const ceiling = Math.max(limits.minContextSize, Math.min(limits.maxContextSize, train));
-  /** Largest context ≤ ceiling (a multiple of step) that fits with s sequences, or null. */
-  const largestContext = (s: number, floor: number): number | null => {
-    const perToken = input.memory.bytesPerContextToken + input.memory.bytesPerSequenceToken * s;
-    const room = input.budgetBytes - input.memory.fixedBytes;
+  const floor = Math.min(ceiling, Math.max(limits.preferTwoSequencesDownTo, limits.agentContextSize));
+  /** Largest context ≤ ceiling (a multiple of step) that fits with s sequences, or null below `atLeast`. */
+  const largestContext = (s: number, atLeast: number, kv: KvCacheType = "f16"): number | null => {
+    const memory = memoryOf(kv);
+    const perToken = memory.bytesPerContextToken + memory.bytesPerSequenceToken * s;
+    const room = input.budgetBytes - memory.fixedBytes;
     if (room <= 0) return null;
     const raw = perToken > 0 ? Math.floor(room / perToken) : ceiling;
     const c = Math.min(ceiling, Math.floor(raw / limits.step) * limits.step);
-    return c >= floor ? c : null;
+    return c >= atLeast ? c : null;
   };
 
-  if (input.contextSize !== undefined && input.sequences !== undefined) return result(input.contextSize, input.sequences);
+  if (input.contextSize !== undefined && input.sequences !== undefined) {
+    const kv = kvTypes.find((k) => fits(input.contextSize!, input.sequences!, k)) ?? "f16";
+    return result(input.contextSize, input.sequences, kv);
+  }
   if (input.contextSize !== undefined) {
     const c = input.contextSize;
     for (let s = limits.maxSequences; s > 1; s--) if (fits(c, s)) return result(c, s);
-    return result(c, 1);
+    return result(c, 1, kvTypes.find((k) => fits(c, 1, k)) ?? "f16");
   }
   if (input.sequences !== undefined) {
     const s = input.sequences;
-    return result(largestContext(s, limits.minContextSize) ?? limits.minContextSize, s);
+    for (const kv of kvTypes) {
+      const c = largestContext(s, floor, kv);
+      if (c !== null) return result(c, s, kv);
+    }
+    const best = kvTypes.at(-1)!;
+    return result(largestContext(s, limits.minContextSize, best) ?? limits.minContextSize, s, best);
   }
   for (let s = limits.maxSequences; s >= Math.min(2, limits.maxSequences); s--) if (fits(ceiling, s)) return result(ceiling, s);
   if (limits.maxSequences >= 2) {
-    const c = largestContext(2, Math.min(limits.preferTwoSequencesDownTo, ceiling));
+    const c = largestContext(2, floor);
     if (c !== null) return result(c, 2);
   }
-  return result(largestContext(1, limits.minContextSize) ?? limits.minContextSize, 1);
+  for (const kv of kvTypes) {
+    const c = largestContext(1, floor, kv);
+    if (c !== null) return result(c, 1, kv);
+  }
+  // Below the floor: the longest single context there is room for (a quantized KV cache holds the most).
+  const best = kvTypes.at(-1)!;
+  return result(largestContext(1, limits.minContextSize, best) ?? limits.minContextSize, 1, best);
+}
+
+/** Tokens kept for the answer and the next turns on top of an agent's first request. */
+export const AGENT_ANSWER_ROOM = 8192;
+/**
+ * Characters of the largest first request a coding agent sends: Claude Code 2.1 (system prompt, 12 tools,
+ * environment block) renders to about 48,000 characters; Codex CLI to about 27,000.
+ */
+export const AGENT_FIRST_REQUEST_CHARS = 50_000;
+
+/** The context a coding agent needs, from how many tokens this model's tokenizer makes per character. */
+export function agentContextSize(tokensPerChar: number, step = 1024): number {
+  const tokens = Math.ceil(AGENT_FIRST_REQUEST_CHARS * Math.max(0, tokensPerChar)) + AGENT_ANSWER_ROOM;
+  return Math.ceil(tokens / step) * step;
+}
+
+/**
+ * Why the context falls short of what coding agents need, and the one setting that fixes it; null when it
+ * does not. Shown at start-up, in /health and in the desktop window.
+ */
+export function agentContextNote(input: {
+  contextSize: number;
+  agentContextSize: number;
+  trainContextSize: number;
+  contextSizeGiven: boolean;
+}): string | null {
+  const { contextSize, agentContextSize: need } = input;
+  if (need <= 0 || contextSize >= need) return null;
+  const head =
+    `The context is ${contextSize} tokens per sequence; coding agents such as Claude Code send about ` +
+    `${need - AGENT_ANSWER_ROOM} tokens (with this model's tokenizer) before the first answer, so they will be refused.`;
+  if (input.contextSizeGiven) return `${head} Start the server with --context-size ${need} (SVC_CONTEXT_SIZE), or leave it out.`;
+  if (input.trainContextSize > 0 && input.trainContextSize < need)
+    return (
+      `${head} The model was trained on ${input.trainContextSize} tokens: use a model with a longer context, or start ` +
+      `the server with --context-size ${need} (SVC_CONTEXT_SIZE) to go past its training length (answers may degrade there).`
+    );
+  return (
+    `${head} Not more fits the free memory, even with one sequence and an 8-bit KV cache: close other programs or ` +
+    `pick a smaller model, or start the server with --context-size ${need} (SVC_CONTEXT_SIZE) to try anyway.`
+  );
 }

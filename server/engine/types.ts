@@ -52,6 +52,8 @@ export interface EngineOutcome {
   text: string;
   reasoning: string;
   toolCalls: ToolCall[];
+  /** A call cut off by the token budget (stop reason max_tokens): its name and the arguments written so far. */
+  incompleteToolCall?: ToolCall;
   stopReason: Exclude<StopReason, "low_confidence" | "abstained">;
   stopSequence: string | null;
   usage: EngineUsage;
@@ -80,6 +82,14 @@ export interface LoadedModelInfo {
   /** Layers offloaded to the GPU, of totalLayers. */
   gpuLayers?: number;
   totalLayers?: number;
+  /** The most one request can generate: the context less the margin kept for forced markers. */
+  maxOutputTokens?: number;
+  /** The KV cache's type: f16, or q8_0 when that was needed to fit the context in memory. */
+  kvCache?: "f16" | "q8_0";
+  /** The context a coding agent's first request needs with this model's tokenizer. */
+  agentContextSize?: number;
+  /** Why the context is too short for coding agents and the setting that fixes it; null when it is not. */
+  contextNote?: string | null;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

@@ -16,6 +16,7 @@ import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerBatchRoutes } from "../features/batches/routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
+import { registerResponsesCompactRoutes } from "../surfaces/responses/compact-routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
@@ -126,6 +127,9 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         sequences: status.model?.sequences ?? null,
         threads: status.model?.threads ?? null,
         gpu_layers: status.model?.gpuLayers ?? null,
+        kv_cache: status.model?.kvCache ?? null,
+        // Why coding agents' requests will not fit, and the setting that fixes it (null when they fit).
+        context_note: status.model?.contextNote ?? null,
         error: status.error,
       },
       gpu: gpu
@@ -149,10 +153,11 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   };
   app.get("/health", async () => health());
   app.get("/v1/messages/_health", async () => health());
-  app.get("/v1/models", async () => ({ object: "list", data: [modelObject()] }));
+  const loadedModel = () => modelObject(deps.engineHost.status().model);
+  app.get("/v1/models", async () => ({ object: "list", data: [loadedModel()] }));
   app.get("/v1/models/:model", async (request) => {
     const { model } = request.params as { model: string };
-    const found = modelObject();
+    const found = loadedModel();
     if (model !== found.id && model !== "svc")
       throw new AppError("not_found", `The model '${model}' does not exist.`, { code: "model_not_found", param: "model" });
     return found;
@@ -164,6 +169,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   const surfaces: Array<[KeyedPlugin, "openai" | "anthropic"]> = [
     [registerChatRoutes, "openai"],
     [registerResponsesRoutes, "openai"],
+    [registerResponsesCompactRoutes, "openai"],
     [registerMessagesRoutes, "anthropic"],
     [registerAuditRoutes, "openai"],
     [registerBatchRoutes, "anthropic"],

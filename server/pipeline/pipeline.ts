@@ -19,6 +19,7 @@ import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest } from 
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
+import { fitToContext, nameInputParam } from "./context-fit.js";
 import { estimateTokens } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
@@ -91,8 +92,10 @@ export class InferencePipeline {
     const { signal } = options;
     checkSchemas(request);
     // No model: say so now rather than after a wait in the queue.
-    this.host.engine();
-    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
+    const engine = this.host.engine();
+    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages) };
+    if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
+    const engineRequest = toEngineRequest(resolved);
     const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
     let events: AsyncGenerator<EngineEvent, void, void>;
     let first: IteratorResult<EngineEvent, void>;
@@ -101,7 +104,7 @@ export class InferencePipeline {
       first = await events.next();
     } catch (err) {
       ticket.release();
-      throw err;
+      throw nameInputParam(err, request.surface);
     }
     if (first.done || first.value.type !== "start") {
       if (signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
@@ -252,6 +255,7 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: Pi
     text: outcome.text,
     reasoning: outcome.reasoning,
     toolCalls: outcome.toolCalls,
+    ...(outcome.incompleteToolCall ? { incompleteToolCall: outcome.incompleteToolCall } : {}),
     stopReason: outcome.stopReason,
     stopSequence: outcome.stopSequence,
     usage: { ...outcome.usage, cacheWriteTokens: outcome.usage.cacheWriteTokens ?? 0 },

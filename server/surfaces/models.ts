@@ -11,12 +11,20 @@ export interface ModelObject {
   object: "model";
   created: number;
   owned_by: string;
+  /** The spec's figure for the service; what this server holds per request is loaded_context_length. */
   context_window: number;
   multimodal: boolean;
   modes: Array<"fast" | "thinking">;
+  /** Tokens per sequence (prompt plus answer) of the model loaded now; null while none is loaded. */
+  loaded_context_length: number | null;
+  /** The most one request can generate: the loaded context less the engine's margin; null without a model. */
+  max_output_tokens: number | null;
 }
 
-export function modelObject(): ModelObject {
+/** The spec's upper bound for max_tokens / max_output_tokens. */
+const MAX_TOKENS_LIMIT = 200000;
+
+export function modelObject(loaded: { contextSize: number; maxOutputTokens?: number } | null = null): ModelObject {
   return {
     id: MODEL_ID,
     object: "model",
@@ -25,6 +33,8 @@ export function modelObject(): ModelObject {
     context_window: CONTEXT_WINDOW,
     multimodal: true,
     modes: ["fast", "thinking"],
+    loaded_context_length: loaded?.contextSize ?? null,
+    max_output_tokens: loaded ? Math.min(MAX_TOKENS_LIMIT, loaded.maxOutputTokens ?? loaded.contextSize) : null,
   };
 }
 

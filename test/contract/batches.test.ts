@@ -378,7 +378,7 @@ describe("processing", () => {
         type: "errored",
         error: {
           type: "error",
-          error: { type: "invalid_request_error", message: expect.stringContaining("longer than the context"), details: { error_code: "context_length_exceeded" } },
+          error: { type: "invalid_request_error", message: expect.stringContaining("longer than the context"), details: { error_code: "context_length_exceeded", param: "messages" } },
           request_id: expect.stringMatching(/^req_/),
         },
       },

@@ -76,6 +76,9 @@ describe("keyless endpoints, 404 policy and request ids", () => {
           context_window: 200000,
           multimodal: true,
           modes: ["fast", "thinking"],
+          // What this server holds per request with the model loaded now (the fake engine's 4096 tokens).
+          loaded_context_length: 4096,
+          max_output_tokens: 4080,
         },
       ],
     });

@@ -357,7 +357,7 @@ describe("mapping to the engine", () => {
     }
   });
 
-  it("folds system strings, system blocks and system-role messages into one system prompt", async () => {
+  it("joins system blocks into one system prompt, and keeps system-role messages where they stand", async () => {
     engine.script = () => answer("ok");
     await post({
       ...hello,
@@ -365,21 +365,51 @@ describe("mapping to the engine", () => {
       messages: [
         { role: "system", content: "Rule three." },
         { role: "user", content: "Hi" },
+        { role: "system", content: [{ type: "text", text: "Environment.", cache_control: { type: "ephemeral" } }] },
+        { role: "assistant", content: "Hello." },
+        { role: "system", content: "A reminder." },
+        { role: "user", content: "Again" },
       ],
     });
     expect(lastRequest().messages).toEqual([
-      {
-        role: "system",
-        content: [
-          { type: "text", text: "Rule one." },
-          { type: "text", text: "Rule two." },
-          { type: "text", text: "Rule three." },
-        ],
-      },
+      { role: "system", content: [{ type: "text", text: "Rule one." }, { type: "text", text: "Rule two." }] },
+      { role: "system", content: [{ type: "text", text: "Rule three." }] },
       { role: "user", content: [{ type: "text", text: "Hi" }] },
+      { role: "system", content: [{ type: "text", text: "Environment.", cacheBreakpoint: true }] },
+      { role: "assistant", content: [{ type: "text", text: "Hello." }] },
+      { role: "system", content: [{ type: "text", text: "A reminder." }] },
+      { role: "user", content: [{ type: "text", text: "Again" }] },
     ]);
     await post({ ...hello, system: "Be brief." });
     expect(lastRequest().messages[0]).toEqual({ role: "system", content: [{ type: "text", text: "Be brief." }] });
+  });
+
+  it("leaves Claude Code's x-anthropic-billing-header block out of the system prompt", async () => {
+    engine.script = () => answer("ok");
+    const system = (suffix: string) => [
+      { type: "text", text: `x-anthropic-billing-header: cc_version=2.1.330.${suffix}; cc_entrypoint=sdk-cli;` },
+      { type: "text", text: "You are a Claude agent.", cache_control: { type: "ephemeral" } },
+    ];
+    await post({ ...hello, system: system("489") });
+    const first = lastRequest().messages;
+    await post({ ...hello, system: system("8c6") });
+    expect(lastRequest().messages).toEqual(first);
+    expect(first[0]).toEqual({ role: "system", content: [{ type: "text", text: "You are a Claude agent.", cacheBreakpoint: true }] });
+    // Only a block that starts with the header is left out.
+    await post({ ...hello, system: "Mind the x-anthropic-billing-header: it is metadata." });
+    expect(lastRequest().messages[0]!.content).toEqual([{ type: "text", text: "Mind the x-anthropic-billing-header: it is metadata." }]);
+  });
+
+  it("does not show tools with defer_loading: true to the model", async () => {
+    engine.script = () => answer("ok");
+    await post({
+      ...hello,
+      tools: [weatherTool, { name: "DeferredToolPlaceholder", description: "x", input_schema: { type: "object" }, defer_loading: true }],
+    });
+    expect(lastRequest().tools.map((t) => t.name)).toEqual(["get_weather"]);
+    const bad = await post({ ...hello, tools: [{ ...weatherTool, defer_loading: "yes" }] });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.details.param).toBe("tools[0].defer_loading");
   });
 
   it("maps a tool_use / tool_result round trip; drops earlier thinking and redacted_thinking blocks", async () => {

@@ -295,7 +295,7 @@ describe("the response object", () => {
       ],
       parallel_tool_calls: true,
       previous_response_id: null,
-      reasoning: { effort: null, summary: null },
+      reasoning: { effort: "medium", summary: null },
       store: false,
       temperature: 0.7,
       text: { format: { type: "text" } },

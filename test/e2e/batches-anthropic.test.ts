@@ -19,7 +19,8 @@ const hello = (i: number): Params => ({ model: "claude-haiku-4-5", max_tokens: 6
 
 /**
  * A request that writes exactly `tokens` tokens: a forced tool call whose arguments are longer than that,
- * cut by max_tokens (the tiny model otherwise stops after a few words).
+ * cut by max_tokens (the tiny model otherwise stops after a few words). The call's opening markers take
+ * about 35 of the test model's byte-level tokens, so below that nothing at all is written.
  */
 const busy = (tokens: number, text = "List numbers."): Params => ({
   model: "claude-haiku-4-5",
@@ -115,7 +116,7 @@ describe("messages.batches with @anthropic-ai/sdk", () => {
   });
 
   it("cancel ends the batch; what had not run is canceled; delete is refused before the end, then removes it", async () => {
-    const created = await client.messages.batches.create({ requests: Array.from({ length: 30 }, (_, i) => ({ custom_id: `c${i}`, params: busy(40) })) });
+    const created = await client.messages.batches.create({ requests: Array.from({ length: 30 }, (_, i) => ({ custom_id: `c${i}`, params: busy(70) })) });
     await expect(client.messages.batches.delete(created.id)).rejects.toBeInstanceOf(Anthropic.ConflictError);
     const canceling = await client.messages.batches.cancel(created.id);
     expect(canceling.id).toBe(created.id);
@@ -171,7 +172,7 @@ describe("messages.batches with @anthropic-ai/sdk", () => {
 
 describe("interactive work during a batch", () => {
   it("an interactive request sent during a 200-request batch starts before the next batch request", async () => {
-    const { id } = await client.messages.batches.create({ requests: Array.from({ length: 200 }, (_, i) => ({ custom_id: `b${i}`, params: busy(12, `Batch ${i}`) })) });
+    const { id } = await client.messages.batches.create({ requests: Array.from({ length: 200 }, (_, i) => ({ custom_id: `b${i}`, params: busy(60, `Batch ${i}`) })) });
     while ((await client.messages.batches.retrieve(id)).request_counts.succeeded < 3) await new Promise((r) => setTimeout(r, 20));
 
     const trials: Array<{ waitingSeen: number; firstEvent: number }> = [];
@@ -220,7 +221,7 @@ describe("interactive work during a batch", () => {
 describe("a server killed mid-batch", () => {
   it("resumes on restart: every custom_id has exactly one result, and results stored before the kill are kept", async () => {
     const n = 40;
-    const { id } = await client.messages.batches.create({ requests: Array.from({ length: n }, (_, i) => ({ custom_id: `k${i}`, params: busy(8, `Kill test ${i}`) })) });
+    const { id } = await client.messages.batches.create({ requests: Array.from({ length: n }, (_, i) => ({ custom_id: `k${i}`, params: busy(50, `Kill test ${i}`) })) });
     let seen: Anthropic.Messages.MessageBatch;
     do {
       seen = await client.messages.batches.retrieve(id);

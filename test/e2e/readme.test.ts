@@ -18,8 +18,9 @@
 // - Not run here, each for a stated reason and checked another way: `npm install` and `npm test` (CI runs
 //   them, .ci/run; running `npm test` inside itself would recurse), `npm start` and `npm run dist` (they
 //   need Electron's binary, which cannot be downloaded here; test/electron covers the app), the interactive
-//   `claude` session (test/e2e/claude-code.test.ts runs `claude -p` with the same two variables), and the
-//   Codex provider block (test/e2e/codex-smoke.test.ts runs Codex with that block, read from this README).
+//   `claude` session (test/e2e/coding-agents.test.ts runs `claude -p` with the same two variables), and the
+//   Codex provider block (test/e2e/coding-agents.test.ts runs Codex with docs/integrations.md's config,
+//   which must contain this block as printed).
 // A block or line that is neither run nor listed here fails the test; a block without a language is a
 // listing (the project layout) and must hold no command. Commands quoted inline in the prose run too,
 // except the ones the test names with a reason (a command's bare name in a sentence, a usage pattern with a
@@ -85,9 +86,12 @@ const NOT_RUN: Array<{ match: RegExp; check: () => void }> = [
   {
     match: /^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:8787 ANTHROPIC_API_KEY=\$SVC_API_KEY claude$/,
     check: () => {
-      const test = readFileSync(join(ROOT, "test", "e2e", "claude-code.test.ts"), "utf8");
-      expect(test).toContain("ANTHROPIC_BASE_URL: server.url");
-      expect(test).toContain("ANTHROPIC_API_KEY: key");
+      // test/e2e/coding-agents.test.ts runs Claude Code set up as docs/integrations.md prints it: the same two
+      // variables, pointed at its server.
+      const test = readFileSync(join(ROOT, "test", "e2e", "coding-agents.test.ts"), "utf8");
+      expect(test).toContain('docBlock("docs/integrations.md", "Claude Code", "sh")');
+      const integrations = readFileSync(join(ROOT, "docs", "integrations.md"), "utf8");
+      expect(integrations).toContain("export ANTHROPIC_BASE_URL=http://127.0.0.1:8787\nexport ANTHROPIC_API_KEY=$SVC_API_KEY\n");
     },
   },
 ];
@@ -232,9 +236,12 @@ describe("README.md, every command and snippet as printed", () => {
         await runScript(block);
         ran.push(block.code.split("\n")[0]!);
       } else if (block.language === "toml") {
-        // Codex runs with this block in test/e2e/codex-smoke.test.ts, which reads it from this README.
         expect(block.code).toMatch(/^\[model_providers\.svc\]\n/);
-        expect(readFileSync(join(ROOT, "test", "e2e", "codex-smoke.test.ts"), "utf8")).toContain("readmeCodexProvider()");
+        // test/e2e/coding-agents.test.ts runs Codex with docs/integrations.md's config, which must hold this
+        // provider table as printed here.
+        const integrations = readFileSync(join(ROOT, "docs", "integrations.md"), "utf8");
+        expect(integrations).toContain(block.code);
+        expect(readFileSync(join(ROOT, "test", "e2e", "coding-agents.test.ts"), "utf8")).toContain('docBlock("docs/integrations.md", "Codex CLI", "toml")');
       } else if (block.language === "") {
         // A plain block is a listing (the project layout), never something to type.
         expect(block.code).not.toMatch(/^\s*(npx|npm|svc|curl|node|export) /m);

@@ -9,6 +9,7 @@ export function outcome(partial: Partial<EngineOutcome> & { text?: string } = {}
     text: partial.text ?? "",
     reasoning: partial.reasoning ?? "",
     toolCalls: partial.toolCalls ?? [],
+    ...(partial.incompleteToolCall ? { incompleteToolCall: partial.incompleteToolCall } : {}),
     stopReason: partial.stopReason ?? "end_turn",
     stopSequence: partial.stopSequence ?? null,
     usage: partial.usage ?? { promptTokens: 10, cachedTokens: 0, completionTokens: 5, reasoningTokens: 0 },
@@ -46,7 +47,7 @@ export class FakeEngine implements Engine {
   status(): EngineStatus {
     return {
       state: "ready",
-      model: { path: "/models/fake.gguf", name: "fake", sizeBytes: 1, trainContextSize: 4096, contextSize: 4096, sequences: 1, threads: 1 },
+      model: { path: "/models/fake.gguf", name: "fake", sizeBytes: 1, trainContextSize: 4096, contextSize: 4096, maxOutputTokens: 4080, sequences: 1, threads: 1 },
       gpu: { backend: "cpu", devices: [], vramTotalBytes: 0, vramFreeBytes: 0 },
       error: null,
     };

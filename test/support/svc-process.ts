@@ -81,7 +81,8 @@ export async function startSvc(options: { model?: string; dataDir?: string; args
     output: () => out,
     stop(signal: NodeJS.Signals = "SIGTERM") {
       return new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
+        // A process already gone (exited, or killed by a signal) has nothing left to stop.
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once("exit", (code) => {
           if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
           resolve(code);

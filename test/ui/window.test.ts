@@ -212,6 +212,10 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       await expect.poll(() => ui.page.getByTestId("model-state").textContent()).toContain("Ready");
       await expect.poll(() => ui.page.getByTestId("gpu-backend").textContent()).toContain("CPU only");
       expect(await ui.page.getByTestId("gpu-choice").inputValue()).toBe("cpu");
+      // The harness's 4096-token context is too short for coding agents: the page says so, and how to fix it.
+      const note = await ui.page.getByTestId("model-context-note").textContent();
+      expect(note).toMatch(/coding agents/);
+      expect(note).toMatch(/--context-size \d+/);
 
       const model = buildTinyModel({ seed: 11 });
       files.files.set("/models/downloaded.gguf", model);

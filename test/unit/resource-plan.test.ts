@@ -1,7 +1,10 @@
 // How the engine fits the machine: GPU backends to try, threads, memory budget and context sizing.
 import { describe, expect, it } from "vitest";
 import {
+  agentContextNote,
+  agentContextSize,
   chooseThreads,
+  DEFAULT_MAX_CONTEXT_SIZE,
   estimateContextBytes,
   fitMemoryModel,
   gpuCandidates,
@@ -118,29 +121,66 @@ describe("memoryBudget", () => {
 describe("planContext", () => {
   // Qwen3 4B in f16 KV: 36 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes = 147,456 bytes per token.
   const qwen4b: MemoryModel = { fixedBytes: 300 * MiB, bytesPerContextToken: 2048, bytesPerSequenceToken: 147_456 };
+  // The same with a q8_0 KV cache: about half.
+  const qwen4bQ8: MemoryModel = { fixedBytes: 300 * MiB, bytesPerContextToken: 2048, bytesPerSequenceToken: 78_336 };
   const tiny: MemoryModel = { fixedBytes: 4_732_928, bytesPerContextToken: 1024, bytesPerSequenceToken: 1536 };
+  // What Claude Code's first request needs with Qwen's tokenizer (about 0.27 tokens per character).
+  const agents = agentContextSize(0.27);
 
-  it("with room to spare: the full capped context, as many sequences as allowed", () => {
-    const plan = planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768 });
-    expect(plan).toMatchObject({ contextSize: 16384, sequences: 2, fits: true, auto: { contextSize: true, sequences: true } });
+  it("with room to spare: the model's full training length, as many sequences as allowed", () => {
+    const plan = planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 65536 });
+    expect(plan).toMatchObject({ contextSize: 65536, sequences: 2, kvCache: "f16", fits: true, auto: { contextSize: true, sequences: true } });
     expect(planContext({ budgetBytes: 60 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 4 } })).toMatchObject({
-      contextSize: 16384,
+      contextSize: 40960,
       sequences: 4,
     });
   });
 
-  it("an 8 GB laptop: two sequences with the largest context that fits", () => {
-    const plan = planContext({ budgetBytes: 3 * GiB, memory: qwen4b, trainContextSize: 40960 });
-    expect(plan.sequences).toBe(2);
-    expect(plan.contextSize % 256).toBe(0);
-    expect(plan.contextSize).toBeGreaterThanOrEqual(4096);
-    expect(plan.contextSize).toBeLessThan(16384);
-    expect(plan.fits).toBe(true);
-    // The next step up would not fit.
-    expect(estimateContextBytes(qwen4b, plan.contextSize + 256, 2)).toBeGreaterThan(3 * GiB);
+  it("caps the automatic context at 128k tokens, whatever the model was trained on", () => {
+    expect(planContext({ budgetBytes: 200 * GiB, memory: tiny, trainContextSize: 1_048_576 }).contextSize).toBe(DEFAULT_MAX_CONTEXT_SIZE);
+    expect(DEFAULT_MAX_CONTEXT_SIZE).toBe(131072);
   });
 
-  it("tighter still: one longer sequence rather than two below 4096 tokens", () => {
+  it("an 8 GB laptop: two sequences with the largest context that fits, still enough for coding agents", () => {
+    const plan = planContext({ budgetBytes: 8 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { agentContextSize: agents } });
+    expect(plan.sequences).toBe(2);
+    expect(plan.contextSize % 256).toBe(0);
+    expect(plan.contextSize).toBeGreaterThanOrEqual(agents);
+    expect(plan.contextSize).toBeLessThan(40960);
+    expect(plan.fits).toBe(true);
+    // The next step up would not fit.
+    expect(estimateContextBytes(qwen4b, plan.contextSize + 256, 2)).toBeGreaterThan(8 * GiB);
+  });
+
+  it("fewer sequences before a context too short for coding agents", () => {
+    // Two sequences of the agents' size do not fit; one does.
+    const budget = estimateContextBytes(qwen4b, agents, 1) + 64 * MiB;
+    expect(estimateContextBytes(qwen4b, agents, 2)).toBeGreaterThan(budget);
+    const plan = planContext({ budgetBytes: budget, memory: qwen4b, quantizedMemory: qwen4bQ8, trainContextSize: 40960, limits: { agentContextSize: agents } });
+    expect(plan).toMatchObject({ sequences: 1, kvCache: "f16", fits: true });
+    expect(plan.contextSize).toBeGreaterThanOrEqual(agents);
+  });
+
+  it("then an 8-bit KV cache, before a context too short for coding agents", () => {
+    const budget = estimateContextBytes(qwen4bQ8, agents, 1) + 16 * MiB;
+    expect(estimateContextBytes(qwen4b, agents, 1)).toBeGreaterThan(budget);
+    const plan = planContext({ budgetBytes: budget, memory: qwen4b, quantizedMemory: qwen4bQ8, trainContextSize: 40960, limits: { agentContextSize: agents } });
+    expect(plan).toMatchObject({ sequences: 1, kvCache: "q8_0", fits: true });
+    expect(plan.contextSize).toBeGreaterThanOrEqual(agents);
+    // Without a quantized memory model the KV cache stays f16, and the context falls short.
+    const f16 = planContext({ budgetBytes: budget, memory: qwen4b, trainContextSize: 40960, limits: { agentContextSize: agents } });
+    expect(f16).toMatchObject({ sequences: 1, kvCache: "f16", fits: true });
+    expect(f16.contextSize).toBeLessThan(agents);
+  });
+
+  it("below what agents need only when nothing else fits: the longest single context there is room for", () => {
+    const plan = planContext({ budgetBytes: 1 * GiB, memory: qwen4b, quantizedMemory: qwen4bQ8, trainContextSize: 40960, limits: { agentContextSize: agents } });
+    expect(plan).toMatchObject({ sequences: 1, kvCache: "q8_0", fits: true });
+    expect(plan.contextSize).toBeLessThan(agents);
+    expect(plan.contextSize).toBeGreaterThan(4096);
+  });
+
+  it("tighter still, without an agents' floor: one longer sequence rather than two below 4096 tokens", () => {
     const plan = planContext({ budgetBytes: 1 * GiB, memory: qwen4b, trainContextSize: 40960 });
     expect(plan.sequences).toBe(1);
     expect(plan.contextSize).toBeGreaterThan(4096);
@@ -158,7 +198,7 @@ describe("planContext", () => {
     expect(plan.contextSize).toBeLessThan(16384);
     expect(plan.fits).toBe(true);
     expect(planContext({ budgetBytes: 20 * GiB, memory: qwen4b, trainContextSize: 40960, limits: { maxSequences: 1 } })).toMatchObject({
-      contextSize: 16384,
+      contextSize: 40960,
       sequences: 1,
     });
   });
@@ -167,16 +207,26 @@ describe("planContext", () => {
     expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 4096 }).contextSize).toBe(4096);
     expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { maxContextSize: 8192 } }).contextSize).toBe(8192);
     // A model that does not say how long it was trained: the cap.
-    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 0 }).contextSize).toBe(16384);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 0 }).contextSize).toBe(DEFAULT_MAX_CONTEXT_SIZE);
+    // Not even for agents: a model trained shorter than they need keeps its training length (and a note says so).
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { agentContextSize: 57344 } }).contextSize).toBe(32768);
   });
 
-  it("keeps a given context size and picks the sequences that fit around it", () => {
+  it("keeps a given context size and picks the sequences that fit around it, then an 8-bit KV cache", () => {
     expect(planContext({ budgetBytes: 3 * GiB, memory: qwen4b, trainContextSize: 40960, contextSize: 8192 })).toMatchObject({
       contextSize: 8192,
       sequences: 2,
+      kvCache: "f16",
       auto: { contextSize: false, sequences: true },
     });
     expect(planContext({ budgetBytes: 1.5 * GiB, memory: qwen4b, trainContextSize: 40960, contextSize: 8192 }).sequences).toBe(1);
+    const budget = estimateContextBytes(qwen4bQ8, 32768, 1) + MiB;
+    expect(planContext({ budgetBytes: budget, memory: qwen4b, quantizedMemory: qwen4bQ8, trainContextSize: 40960, contextSize: 32768 })).toMatchObject({
+      contextSize: 32768,
+      sequences: 1,
+      kvCache: "q8_0",
+      fits: true,
+    });
   });
 
   it("keeps given sequences and sizes the context around them", () => {
@@ -192,5 +242,29 @@ describe("planContext", () => {
       sequences: 4,
       fits: false,
     });
+  });
+});
+
+describe("what coding agents need", () => {
+  it("sizes the agents' context from the tokenizer: a byte-level one needs about 57k tokens, a BPE one about 22k", () => {
+    expect(agentContextSize(0.98)).toBe(57344);
+    expect(agentContextSize(0.27)).toBe(22528);
+    expect(agentContextSize(0.27) % 1024).toBe(0);
+  });
+
+  it("says nothing when the context is enough", () => {
+    expect(agentContextNote({ contextSize: 65536, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: false })).toBeNull();
+  });
+
+  it("names the one setting that fixes it, whatever stands in the way", () => {
+    const given = agentContextNote({ contextSize: 4096, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: true })!;
+    expect(given).toContain("--context-size 57344");
+    expect(given).toContain("4096 tokens per sequence");
+    const trained = agentContextNote({ contextSize: 32768, agentContextSize: 57344, trainContextSize: 32768, contextSizeGiven: false })!;
+    expect(trained).toMatch(/trained on 32768 tokens/);
+    expect(trained).toContain("--context-size 57344");
+    const memory = agentContextNote({ contextSize: 12288, agentContextSize: 22528, trainContextSize: 40960, contextSizeGiven: false })!;
+    expect(memory).toMatch(/free memory/);
+    expect(memory).toContain("--context-size 22528");
   });
 });

@@ -197,13 +197,17 @@ describe("tools and tool_choice", () => {
     });
     expect(inference.tools).toEqual([
       { name: "get_weather", description: "Weather", parameters: weather.parameters, param: "tools[1].parameters" },
+      // A namespace's functions are offered under their namespaced names.
+      { name: "multi_agent.spawn", parameters: {}, param: "tools[2].tools[0].parameters" },
       { name: "no_params", parameters: { type: "object", properties: {} }, param: "tools[4].parameters" },
     ]);
     expect(inference.toolChoice).toEqual({ type: "auto" });
     expect(echo.tools).toEqual([
       { type: "function", name: "get_weather", description: "Weather", parameters: weather.parameters, strict: null },
+      { type: "function", name: "multi_agent.spawn", description: null, parameters: {}, strict: null },
       { type: "function", name: "no_params", description: null, parameters: null, strict: false },
     ]);
+    expect([...echo.namespaced]).toEqual([["multi_agent.spawn", { namespace: "multi_agent", name: "spawn" }]]);
   });
 
   it("maps auto, none, required, a named function and allowed_tools", () => {

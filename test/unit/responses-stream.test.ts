@@ -18,6 +18,9 @@ const echo: ResponsesEnvelope["echo"] = {
   tools: [],
   reasoning: { effort: null, summary: null },
   textFormat: { type: "text" },
+  namespaced: new Map(),
+  compaction: false,
+  truncation: "disabled",
 };
 
 const envelope = (trace = false): ResponsesEnvelope => ({ id: "resp_test", createdAt: 1700000000, trace, echo });

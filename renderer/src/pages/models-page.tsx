@@ -151,6 +151,11 @@ export function ModelsPage() {
             {model?.threads ? ` · ${model.threads} thread${model.threads > 1 ? "s" : ""}` : ""}
             {model?.gpuLayers !== null && model?.gpuLayers !== undefined ? ` · ${model.gpuLayers} layers on the GPU` : ""}
           </p>
+          {model?.contextNote && (
+            <p className="notice" data-testid="model-context-note">
+              {model.contextNote}
+            </p>
+          )}
           {model?.error && <p className="error">{model.error}</p>}
         </div>
         <div>

@@ -139,6 +139,7 @@ export class ConsoleService implements ConsoleApi {
         contextSize: status.model?.contextSize ?? null,
         threads: status.model?.threads ?? null,
         gpuLayers: status.model?.gpuLayers ?? null,
+        contextNote: status.model?.contextNote ?? null,
         error: status.error,
       },
       gpu: hardware.gpu

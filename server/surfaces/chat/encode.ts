@@ -51,7 +51,10 @@ export function encodeExtensions(result: InferenceResult, envelope: ChatEnvelope
 }
 
 export function encodeChatCompletion(result: InferenceResult, envelope: ChatEnvelope) {
-  const hasCalls = result.toolCalls.length > 0;
+  // A call cut off by max_tokens is shown with the arguments written so far (finish_reason length), as
+  // the stream showed it.
+  const calls = result.incompleteToolCall ? [...result.toolCalls, result.incompleteToolCall] : result.toolCalls;
+  const hasCalls = calls.length > 0;
   return {
     id: envelope.id,
     object: "chat.completion" as const,
@@ -65,7 +68,7 @@ export function encodeChatCompletion(result: InferenceResult, envelope: ChatEnve
           content: hasCalls && result.text === "" ? null : result.text,
           refusal: null,
           ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
-          ...(hasCalls ? { tool_calls: encodeToolCalls(result.toolCalls) } : {}),
+          ...(hasCalls ? { tool_calls: encodeToolCalls(calls) } : {}),
         },
         finish_reason: finishReasonOf(result.stopReason),
         logprobs: null,

@@ -76,15 +76,19 @@ function decodeConversation(body: CountTokensRequestBody) {
       case "assistant":
         conversation.push(decodeAssistantMessage(message.content, `${where}.content`));
         break;
-      case "system":
-        // Some clients put the system prompt among the messages; it joins the system prompt.
-        system.push(...decodeTextBlocks(message.content, `${where}.content`));
+      case "system": {
+        // Claude Code sends system messages among the messages (its environment block, later reminders).
+        // They stay where they stand, so that the prompt's start does not change from turn to turn; the
+        // engine decides how the chat template renders them (see placeSystemMessages in engine/prompt.ts).
+        const content = decodeTextBlocks(message.content, `${where}.content`);
+        if (content.length > 0) conversation.push({ role: "system", content });
         break;
+      }
       default:
         throw invalidRequest(`Invalid role '${String(message.role)}'; use user or assistant.`, `${where}.role`);
     }
   });
-  if (conversation.length === 0) throw invalidRequest("At least one user or assistant message is required.", "messages");
+  if (!conversation.some((m) => m.role !== "system")) throw invalidRequest("At least one user or assistant message is required.", "messages");
   checkToolPairs(body.messages);
   const messages: CanonicalMessage[] = system.length > 0 ? [{ role: "system", content: system }, ...conversation] : conversation;
   const topLevel = (body as { cache_control?: unknown }).cache_control;
@@ -138,9 +142,20 @@ function mark(block: Obj, where: string): { cacheBreakpoint?: true } {
   return decodeCacheControl(block.cache_control, `${where}.cache_control`) ? { cacheBreakpoint: true } : {};
 }
 
+/**
+ * Claude Code's attribution block, first in `system`: `x-anthropic-billing-header: cc_version=…; …`. It is
+ * metadata for the vendor's billing, not an instruction, and its suffix changes with every prompt: shown to
+ * the model it would end the cached prefix at the prompt's first line. It is left out.
+ */
+export const BILLING_HEADER_PREFIX = "x-anthropic-billing-header:";
+
+export function isBillingHeader(part: ContentPart): boolean {
+  return part.type === "text" && part.text.trimStart().startsWith(BILLING_HEADER_PREFIX);
+}
+
 function decodeSystem(system: MessagesRequestBody["system"] | undefined): ContentPart[] {
   if (system === undefined || system === "") return [];
-  return decodeTextBlocks(system, "system");
+  return decodeTextBlocks(system, "system").filter((part) => !isBillingHeader(part));
 }
 
 /** System content: a string or text blocks. */
@@ -342,10 +357,14 @@ function markLastBlock(messages: CanonicalMessage[]): void {
   }
 }
 
+/**
+ * Custom tools. A tool with `defer_loading: true` (a tool the client would load on demand through tool
+ * search, such as Claude Code's placeholder) is checked like the others but not shown to the model.
+ */
 function decodeTools(tools: MessagesRequestBody["tools"] | undefined): ToolDefinition[] {
   if (!tools) return [];
   const seen = new Set<string>();
-  return tools.map((tool, i) => {
+  return tools.flatMap((tool, i): ToolDefinition[] => {
     const where = `tools[${i}]`;
     const t = tool as Obj;
     if (t.type != null && t.type !== "custom")
@@ -361,13 +380,18 @@ function decodeTools(tools: MessagesRequestBody["tools"] | undefined): ToolDefin
     if (t.input_schema.type !== undefined && t.input_schema.type !== "object")
       throw invalidRequest("input_schema must describe an object (type: \"object\").", `${where}.input_schema.type`);
     if (t.description != null && typeof t.description !== "string") throw invalidRequest("description must be a string.", `${where}.description`);
-    return {
-      name: tool.name,
-      ...(typeof t.description === "string" ? { description: t.description } : {}),
-      parameters: t.input_schema,
-      param: `${where}.input_schema`,
-      ...mark(t, where),
-    };
+    if (t.defer_loading != null && typeof t.defer_loading !== "boolean") throw invalidRequest("defer_loading must be a boolean.", `${where}.defer_loading`);
+    const breakpoint = mark(t, where);
+    if (t.defer_loading === true) return [];
+    return [
+      {
+        name: tool.name,
+        ...(typeof t.description === "string" ? { description: t.description } : {}),
+        parameters: t.input_schema,
+        param: `${where}.input_schema`,
+        ...breakpoint,
+      },
+    ];
   });
 }
 

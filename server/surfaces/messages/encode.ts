@@ -2,6 +2,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { InferenceResult, StopReason, ToolCall, Usage } from "../../core/inference.js";
 import type { ThinkingDisplay } from "./decode.js";
+import { parsePartialJson } from "./partial-json.js";
 
 export interface MessagesEnvelope {
   id: string;
@@ -81,6 +82,21 @@ export function encodeToolUseBlock(call: ToolCall) {
   return { type: "tool_use" as const, id: toolUseId(call.id), name: call.name, input: toolInput(call.arguments), caller: { type: "direct" as const } };
 }
 
+/** What of a cut call's arguments is complete, as an object (what the SDK's stream accumulator shows too). */
+export function partialToolInput(args: string): Record<string, unknown> {
+  try {
+    const value = parsePartialJson(args);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A call cut off by max_tokens: the last block, as Anthropic documents (stop_reason max_tokens). */
+export function encodeIncompleteToolUseBlock(call: ToolCall) {
+  return { ...encodeToolUseBlock(call), input: partialToolInput(call.arguments) };
+}
+
 export function encodeMessagesResponse(result: InferenceResult, envelope: MessagesEnvelope) {
   const content: unknown[] = [];
   if (result.reasoning !== "")
@@ -91,6 +107,7 @@ export function encodeMessagesResponse(result: InferenceResult, envelope: Messag
     });
   if (result.text !== "") content.push({ type: "text", text: result.text, citations: null });
   for (const call of result.toolCalls) content.push(encodeToolUseBlock(call));
+  if (result.incompleteToolCall) content.push(encodeIncompleteToolUseBlock(result.incompleteToolCall));
   return {
     id: envelope.id,
     type: "message" as const,

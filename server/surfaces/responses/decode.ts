@@ -19,6 +19,7 @@ import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
 import { sourceOfDataUrl, toSeed } from "../request-params.js";
+import { COMPACTION_INSTRUCTION, decodeCompactionContent, summaryMessage } from "./compaction.js";
 import type { ResponsesRequestBody } from "./schema.js";
 
 /** A function tool as the response object lists it. */
@@ -28,6 +29,12 @@ export interface FunctionToolEcho {
   description: string | null;
   parameters: Record<string, unknown> | null;
   strict: boolean | null;
+}
+
+/** A function of a namespace tool, offered to the model as `namespace.name`. */
+export interface NamespacedName {
+  namespace: string;
+  name: string;
 }
 
 /** Request settings the response object reports back (its required-nullable fields). */
@@ -42,6 +49,15 @@ export interface ResponseEcho {
   tools: FunctionToolEcho[];
   reasoning: { effort: string | null; summary: string | null };
   textFormat: Record<string, unknown>;
+  /** Model-visible names of namespace functions (`multi_agent_v1.spawn_agent`) → their namespace and name. */
+  namespaced: Map<string, NamespacedName>;
+  /**
+   * The request ended with a compaction_trigger item (Codex's remote compaction): the output is one
+   * compaction item holding a summary of the conversation, not a message.
+   */
+  compaction: boolean;
+  /** truncation: "auto" drops the oldest turns when the input does not fit the context. */
+  truncation: "auto" | "disabled";
 }
 
 export interface DecodedResponsesRequest {
@@ -49,6 +65,9 @@ export interface DecodedResponsesRequest {
   stream: boolean;
   echo: ResponseEcho;
 }
+
+/** Separates a namespace from a function name in what the model sees; OpenAI names cannot contain it. */
+export const NAMESPACE_SEPARATOR = ".";
 
 type Obj = Record<string, unknown>;
 type AssistantMessage = Extract<CanonicalMessage, { role: "assistant" }>;
@@ -77,7 +96,6 @@ const FOREIGN_ITEM_TYPES = new Set([
   "mcp_call",
   "tool_search_call",
   "tool_search_output",
-  "compaction",
 ]);
 
 export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedResponsesRequest {
@@ -90,17 +108,25 @@ export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedRespo
 
   const messages: CanonicalMessage[] = [];
   if (body.instructions) messages.push({ role: "system", content: [{ type: "text", text: body.instructions }] });
-  messages.push(...decodeInput(body.input));
+  const input = decodeInput(body.input);
+  messages.push(...input.messages);
+  const compaction = input.compactionTrigger;
+  // A compaction writes a summary: the tools stay described (the prompt's start is then the one the
+  // conversation's turns share, and comes from the cache), but the model may not call them.
+  if (compaction) messages.push({ role: "user", content: [{ type: "text", text: COMPACTION_INSTRUCTION }] });
+  const truncation = compaction || body.truncation === "auto" ? "auto" : "disabled";
+  const reasoning = reasoningForEffort(effort);
 
   const inference: InferenceRequest = {
     surface: "responses",
     messages,
     tools,
-    toolChoice,
+    toolChoice: compaction ? { type: "none" } : toolChoice,
     parallelToolCalls: body.parallel_tool_calls ?? true,
-    output: format,
-    reasoning: reasoningForEffort(effort),
+    output: compaction ? { type: "text" } : format,
+    reasoning,
     maxTokens: body.max_output_tokens ?? undefined,
+    ...(truncation === "auto" ? { truncation: "auto" as const } : {}),
     stopSequences: [],
     sampling: {
       temperature: body.temperature ?? undefined,
@@ -118,8 +144,12 @@ export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedRespo
     parallelToolCalls: body.parallel_tool_calls ?? true,
     toolChoice: toolChoiceEcho,
     tools: tools.map((t) => declared.echo.get(t.name)!),
-    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+    // The effort that ran (the documented default, medium, when none was sent), so a client sees it.
+    reasoning: { effort: reasoning.effort, summary: body.reasoning?.summary ?? null },
     textFormat: formatEcho,
+    namespaced: declared.namespaced,
+    compaction,
+    truncation,
   };
   return { inference, stream: body.stream === true, echo };
 }
@@ -152,8 +182,9 @@ function rejectStatefulFeatures(body: ResponsesRequestBody): void {
  * and a reasoning item right before them becomes that turn's thought, as Chat's reasoning_content does.
  * Every function call must be answered by a function_call_output, and every output must answer a call.
  */
-function decodeInput(input: ResponsesRequestBody["input"]): CanonicalMessage[] {
-  if (typeof input === "string") return [{ role: "user", content: [{ type: "text", text: input }] }];
+function decodeInput(input: ResponsesRequestBody["input"]): { messages: CanonicalMessage[]; compactionTrigger: boolean } {
+  if (typeof input === "string") return { messages: [{ role: "user", content: [{ type: "text", text: input }] }], compactionTrigger: false };
+  let compactionTrigger = false;
   const messages: CanonicalMessage[] = [];
   let turn: AssistantMessage | null = null;
   let thought: string | undefined;
@@ -209,6 +240,20 @@ function decodeInput(input: ResponsesRequestBody["input"]): CanonicalMessage[] {
         addCall(decodeFunctionCall(item, where), where);
         break;
       }
+      case "compaction": {
+        // A summary this server wrote when the conversation was compacted: the model reads it as a user
+        // message. Compaction items of other services cannot be read and are left out.
+        turn = null;
+        thought = undefined;
+        const summary = decodeCompactionContent(item.encrypted_content);
+        if (summary !== null) messages.push(summaryMessage(summary));
+        break;
+      }
+      case "compaction_trigger":
+        if (i !== input.length - 1)
+          throw invalidRequest("A compaction_trigger item must be the last input item.", `${where}.type`);
+        compactionTrigger = true;
+        break;
       case "custom_tool_call": {
         // A call of a custom (free-text) tool from an earlier turn: shown to the model as a call with {input}.
         if (typeof item.call_id !== "string" || item.call_id === "") throw invalidRequest("A custom_tool_call needs a call_id.", `${where}.call_id`);
@@ -245,7 +290,7 @@ function decodeInput(input: ResponsesRequestBody["input"]): CanonicalMessage[] {
 
   for (const [id, call] of calls)
     if (!call.answered) throw invalidRequest(`The function call '${id}' has no function_call_output; send one for every call.`, call.where);
-  return messages;
+  return { messages, compactionTrigger };
 }
 
 function decodeFunctionCall(item: Obj, where: string): ToolCall {
@@ -253,7 +298,9 @@ function decodeFunctionCall(item: Obj, where: string): ToolCall {
   if (typeof item.name !== "string" || item.name === "") throw invalidRequest("A function_call item needs a name.", `${where}.name`);
   const args = item.arguments ?? "{}";
   if (typeof args !== "string") throw invalidRequest("function_call arguments must be a JSON string.", `${where}.arguments`);
-  return { id: item.call_id, name: item.name, arguments: args };
+  // A call of a namespace function: the model wrote it under its namespaced name, and reads it so again.
+  const name = typeof item.namespace === "string" && item.namespace !== "" ? `${item.namespace}${NAMESPACE_SEPARATOR}${item.name}` : item.name;
+  return { id: item.call_id, name, arguments: args };
 }
 
 function reasoningTextOf(item: Obj): string {
@@ -344,25 +391,54 @@ function decodeInputFile(part: Obj, at: string): ContentPart {
 interface DeclaredTools {
   functions: ToolDefinition[];
   echo: Map<string, FunctionToolEcho>;
+  namespaced: Map<string, NamespacedName>;
 }
 
-/** Function tools only; every other type (custom, namespace, web_search, mcp, ...) is left out. */
+/**
+ * Function tools, and the function tools inside `namespace` tools (Codex's sub-agent tools), which are
+ * offered under their namespaced names (`multi_agent_v1.spawn_agent`); calls of them come back with the
+ * namespace in the item's `namespace` field, as OpenAI sends them. Tools with `defer_loading: true` (found
+ * through tool search, which this server does not run) and every other type (custom, web_search, mcp, ...)
+ * are left out.
+ */
 function decodeTools(tools: ResponsesRequestBody["tools"]): DeclaredTools {
   const functions: ToolDefinition[] = [];
   const echo = new Map<string, FunctionToolEcho>();
+  const namespaced = new Map<string, NamespacedName>();
   (tools ?? []).forEach((raw, i) => {
     const tool = raw as Obj;
     const where = `tools[${i}]`;
-    if (tool.type !== "function") return;
-    const name = tool.name;
-    if (typeof name !== "string" || !TOOL_NAME.test(name))
+    if (tool.type === "namespace") {
+      const namespace = tool.name;
+      if (typeof namespace !== "string" || !TOOL_NAME.test(namespace))
+        throw invalidRequest("A namespace tool needs a name of 1 to 64 letters, digits, '_' or '-'.", `${where}.name`);
+      if (tool.tools != null && !Array.isArray(tool.tools)) throw invalidRequest("A namespace tool's tools must be an array.", `${where}.tools`);
+      ((tool.tools as unknown[] | undefined) ?? []).forEach((inner, j) => {
+        if (!isObj(inner) || inner.type !== "function") return;
+        const added = addFunction(inner, `${where}.tools[${j}]`, namespace);
+        if (added) namespaced.set(added, { namespace, name: inner.name as string });
+      });
+      return;
+    }
+    if (tool.type === "function") addFunction(tool, where);
+  });
+  return { functions, echo, namespaced };
+
+  /** Checks and adds one function tool; returns the name the model sees, or null for a deferred one. */
+  function addFunction(tool: Obj, where: string, namespace?: string): string | null {
+    const short = tool.name;
+    if (typeof short !== "string" || !TOOL_NAME.test(short))
       throw invalidRequest("A function tool needs a name of 1 to 64 letters, digits, '_' or '-'.", `${where}.name`);
+    const name = namespace === undefined ? short : `${namespace}${NAMESPACE_SEPARATOR}${short}`;
     if (echo.has(name)) throw invalidRequest(`Duplicate tool name '${name}'.`, `${where}.name`);
     if (tool.description != null && typeof tool.description !== "string")
       throw invalidRequest("A tool description must be a string.", `${where}.description`);
     if (tool.parameters != null && !isObj(tool.parameters))
       throw invalidRequest("Tool parameters must be a JSON schema object (or null).", `${where}.parameters`);
     if (tool.strict != null && typeof tool.strict !== "boolean") throw invalidRequest("strict must be a boolean.", `${where}.strict`);
+    if (tool.defer_loading != null && typeof tool.defer_loading !== "boolean")
+      throw invalidRequest("defer_loading must be a boolean.", `${where}.defer_loading`);
+    if (tool.defer_loading === true) return null;
     const parameters = (tool.parameters as Obj | null | undefined) ?? null;
     const description = (tool.description as string | null | undefined) ?? null;
     functions.push({
@@ -372,8 +448,8 @@ function decodeTools(tools: ResponsesRequestBody["tools"]): DeclaredTools {
       param: `${where}.parameters`,
     });
     echo.set(name, { type: "function", name, description, parameters, strict: (tool.strict as boolean | null | undefined) ?? null });
-  });
-  return { functions, echo };
+    return name;
+  }
 }
 
 function decodeToolChoice(

@@ -3,7 +3,8 @@
 import type { InferenceResult, Mode, ToolCall } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
 import { newId } from "../../core/ids.js";
-import type { ResponseEcho } from "./decode.js";
+import { compactionItem, type CompactionItem } from "./compaction.js";
+import type { NamespacedName, ResponseEcho } from "./decode.js";
 
 export interface ResponsesEnvelope {
   id: string;
@@ -37,6 +38,8 @@ export interface FunctionCallItem {
   status: ItemStatus;
   call_id: string;
   name: string;
+  /** Set for a function of a namespace tool; `name` is then its name within the namespace. */
+  namespace?: string;
   arguments: string;
 }
 
@@ -46,13 +49,14 @@ export interface ReasoningItem {
   summary: Array<{ type: "summary_text"; text: string }>;
 }
 
-export type OutputItem = MessageItem | FunctionCallItem | ReasoningItem;
+export type OutputItem = MessageItem | FunctionCallItem | ReasoningItem | CompactionItem;
 
 /** Item ids a stream already announced; missing ones are made up. */
 export interface OutputIds {
   reasoning?: string;
   message?: string;
   calls?: Map<string, string>;
+  compaction?: string;
 }
 
 export const newReasoningId = () => newId("rs_");
@@ -63,27 +67,48 @@ export function encodeOutputText(text: string): OutputText {
   return { type: "output_text", text, annotations: [], logprobs: [] };
 }
 
-export function encodeFunctionCallItem(id: string, call: ToolCall, status: ItemStatus): FunctionCallItem {
-  return { id, type: "function_call", status, call_id: call.id, name: call.name, arguments: call.arguments };
+export function encodeFunctionCallItem(
+  id: string,
+  call: ToolCall,
+  status: ItemStatus,
+  namespaced: ReadonlyMap<string, NamespacedName> = new Map(),
+): FunctionCallItem {
+  const inNamespace = namespaced.get(call.name);
+  const name = inNamespace ? { name: inNamespace.name, namespace: inNamespace.namespace } : { name: call.name };
+  return { id, type: "function_call", status, call_id: call.id, ...name, arguments: call.arguments };
 }
 
-export function statusOf(result: InferenceResult): "completed" | "incomplete" {
+export function statusOf(result: InferenceResult, envelope?: ResponsesEnvelope): "completed" | "incomplete" {
+  // A compaction always completes: its item holds whatever summary was written.
+  if (envelope?.echo.compaction) return "completed";
   return result.stopReason === "max_tokens" ? "incomplete" : "completed";
+}
+
+/** The summary a compaction request produced: the answer, else the thought (a model that only thought). */
+export function compactionSummaryOf(result: InferenceResult): string {
+  return result.text.trim() || result.reasoning.trim();
 }
 
 /**
  * The output items, in the order the model produced them: the reasoning item (only with the key's trace
  * flag, and only when it thought), the message (when there is text, or nothing else to show), then one
- * function_call item per call.
+ * function_call item per call, the last one incomplete when max_output_tokens cut it.
  */
-export function encodeOutput(result: InferenceResult, trace: boolean, ids: OutputIds = {}): OutputItem[] {
+export function encodeOutput(result: InferenceResult, envelope: ResponsesEnvelope, ids: OutputIds = {}): OutputItem[] {
+  if (envelope.echo.compaction) return [compactionItem(compactionSummaryOf(result), ids.compaction)];
+  const { trace } = envelope;
+  const namespaced = envelope.echo.namespaced;
   const output: OutputItem[] = [];
   const status = statusOf(result);
   if (trace && result.reasoning !== "")
     output.push({ id: ids.reasoning ?? newReasoningId(), type: "reasoning", summary: [{ type: "summary_text", text: result.reasoning }] });
-  if (result.text !== "" || result.toolCalls.length === 0)
+  const cut = result.incompleteToolCall;
+  if (result.text !== "" || (result.toolCalls.length === 0 && !cut))
     output.push({ id: ids.message ?? newMessageId(), type: "message", role: "assistant", status, content: [encodeOutputText(result.text)] });
-  for (const call of result.toolCalls) output.push(encodeFunctionCallItem(ids.calls?.get(call.id) ?? newFunctionCallId(), call, "completed"));
+  for (const call of result.toolCalls)
+    output.push(encodeFunctionCallItem(ids.calls?.get(call.id) ?? newFunctionCallId(), call, "completed", namespaced));
+  // A call cut off by max_output_tokens: status incomplete, with the arguments written so far.
+  if (cut) output.push(encodeFunctionCallItem(ids.calls?.get(cut.id) ?? newFunctionCallId(), cut, "incomplete", namespaced));
   return output;
 }
 
@@ -133,7 +158,7 @@ export function encodeResponseObject(state: ResponseState, envelope: ResponsesEn
     tool_choice: echo.toolChoice,
     tools: echo.tools,
     top_p: echo.topP,
-    truncation: "disabled" as const,
+    truncation: echo.truncation,
     usage: result ? encodeUsage(result) : null,
     ...(result ? { svc_complexity: result.complexity } : {}),
   };
@@ -141,7 +166,7 @@ export function encodeResponseObject(state: ResponseState, envelope: ResponsesEn
 
 export function encodeResponse(result: InferenceResult, envelope: ResponsesEnvelope, ids: OutputIds = {}) {
   return encodeResponseObject(
-    { status: statusOf(result), mode: result.mode, output: encodeOutput(result, envelope.trace, ids), result },
+    { status: statusOf(result, envelope), mode: result.mode, output: encodeOutput(result, envelope, ids), result },
     envelope,
   );
 }

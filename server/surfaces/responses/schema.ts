@@ -55,6 +55,7 @@ export const ResponsesRequestSchema = Type.Object(
     // Extension (as on the Chat surface): reproducible sampling.
     seed: Type.Optional(nullable(Type.Integer({ minimum: -9223372036854775808, maximum: 9223372036854775807 }))),
     metadata: Type.Optional(nullable(Type.Object({}, { additionalProperties: Type.String({ maxLength: 512 }), maxProperties: 16 }))),
+    truncation: Type.Optional(nullable(Type.Union([Type.Literal("auto"), Type.Literal("disabled")]))),
     // Stateful features: only their "off" values are accepted (decode.ts).
     store: Type.Optional(nullable(Type.Boolean())),
     background: Type.Optional(nullable(Type.Boolean())),

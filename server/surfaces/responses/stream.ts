@@ -8,7 +8,9 @@
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, InferenceResult, Mode } from "../../core/inference.js";
 import { encodeOpenAIError } from "../openai-errors.js";
+import { compactionItem } from "./compaction.js";
 import {
+  compactionSummaryOf,
   encodeFunctionCallItem,
   encodeOutputText,
   encodeResponse,
@@ -47,6 +49,7 @@ export class ResponsesStreamEncoder {
   constructor(private readonly envelope: ResponsesEnvelope) {}
 
   push(event: InferenceEvent): string[] {
+    if (this.envelope.echo.compaction) return this.pushCompaction(event);
     switch (event.type) {
       case "start":
         this.mode = event.mode;
@@ -74,6 +77,28 @@ export class ResponsesStreamEncoder {
       case "done":
         return this.finish(event.result);
     }
+  }
+
+  /**
+   * A compaction request: nothing of the summary is streamed; one compaction item holding it comes at the
+   * end (what Codex's remote compaction reads), then response.completed.
+   */
+  private pushCompaction(event: InferenceEvent): string[] {
+    if (event.type === "start") {
+      this.mode = event.mode;
+      return this.begin();
+    }
+    if (event.type !== "done") return [];
+    this.finished = true;
+    this.mode = event.result.mode;
+    const item = compactionItem(compactionSummaryOf(event.result));
+    const index = this.add(item);
+    const response = encodeResponse(event.result, this.envelope, { compaction: item.id });
+    return [
+      this.frame("response.output_item.added", { output_index: index, item }),
+      this.frame("response.output_item.done", { output_index: index, item }),
+      this.frame("response.completed", { response }),
+    ];
   }
 
   /** An error after the stream began: response.failed with status failed and error {code, message}. */
@@ -107,10 +132,11 @@ export class ResponsesStreamEncoder {
     const status = statusOf(result);
     const frames = [...this.closeReasoning()];
     frames.push(...this.closeMessage(status));
-    // A call cut off by max_output_tokens: end it as incomplete (it is not among the result's calls).
+    // A call cut off by max_output_tokens: end it as incomplete (the final output has it as incomplete too).
     for (const index of [...this.calls.keys()]) frames.push(...this.closeCall(index, "incomplete"));
     // The final output always has a message when there are no calls; announce it if no text came.
-    if (this.messageId === undefined && result.toolCalls.length === 0) frames.push(...this.openMessage(), ...this.closeMessage(status));
+    if (this.messageId === undefined && result.toolCalls.length === 0 && !result.incompleteToolCall)
+      frames.push(...this.openMessage(), ...this.closeMessage(status));
     const response = encodeResponse(result, this.envelope, { reasoning: this.reasoningId, message: this.messageId, calls: this.callIds });
     frames.push(this.frame(status === "completed" ? "response.completed" : "response.incomplete", { response }));
     return frames;
@@ -180,7 +206,7 @@ export class ResponsesStreamEncoder {
   }
 
   private openCall(engineIndex: number, callId: string, name: string): string[] {
-    const item = encodeFunctionCallItem(newFunctionCallId(), { id: callId, name, arguments: "" }, "in_progress");
+    const item = encodeFunctionCallItem(newFunctionCallId(), { id: callId, name, arguments: "" }, "in_progress", this.envelope.echo.namespaced);
     this.callIds.set(callId, item.id);
     const open = { item, index: this.add(item) };
     this.calls.set(engineIndex, open);
