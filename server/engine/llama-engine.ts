@@ -14,11 +14,13 @@ import {
   type LlamaContext,
   type LlamaGrammar,
   type LlamaModel,
+  type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
-import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import {
   chooseThreads,
   defaultMaxSequences,
@@ -47,8 +49,16 @@ export interface LlamaEngineOptions {
   /** Cap for the automatic context size; default 16384. */
   maxContextSize?: number;
   gpu?: GpuPreference;
+  /** How long reading one request's prompt into tokens may take, ms; default TOKENIZE_TIMEOUT_MS. */
+  tokenizeTimeoutMs?: number;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
+
+/**
+ * Reading a prompt stops at the context size, so it takes well under a second on any machine; this only
+ * bounds inputs that are pathological for the tokenizer.
+ */
+export const TOKENIZE_TIMEOUT_MS = 30_000;
 
 /** Tokens kept free at the end of the context for forced markers (thought close, call suffix). */
 const CONTEXT_MARGIN = 16;
@@ -179,6 +189,14 @@ async function planForModel(llama: Llama, model: LlamaModel, options: LlamaEngin
   return { plan, budget, onGpu };
 }
 
+function contextExceeded(contextSize: number, prompt: string): AppError {
+  return new AppError(
+    "invalid_request",
+    `This model's context is ${contextSize} tokens, but the prompt ${prompt}. Shorten the messages (nothing is truncated silently).`,
+    { code: "context_length_exceeded", param: "messages" },
+  );
+}
+
 /** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
 async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>, cacheWriteTokens: number): AsyncGenerator<EngineEvent, void, void> {
   for await (const event of events) {
@@ -201,6 +219,7 @@ export class LlamaEngine implements Engine {
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
     private readonly gpu: GpuInfo,
+    private readonly tokenizeTimeoutMs: number,
   ) {}
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -259,6 +278,7 @@ export class LlamaEngine implements Engine {
         threads,
         gpuLayers: model.gpuLayers,
         totalLayers,
+        maxTokenChars: longestTokenChars((model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens),
       };
       const gpu = await describeGpu(llama, runtime.skipped);
       options.log?.(
@@ -268,7 +288,7 @@ export class LlamaEngine implements Engine {
           `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -289,23 +309,24 @@ export class LlamaEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
-    return this.render(request).length;
+    return (await this.render(request, this.tokenizeBudget())).length;
   }
 
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 });
-    const promptTokens = this.render(request);
+    const budget = this.tokenizeBudget(signal);
+    let promptTokens: Token[];
+    try {
+      promptTokens = await this.render(request, budget);
+    } catch (err) {
+      if (signal.aborted) return;
+      throw err;
+    }
     const room = this.context.contextSize - promptTokens.length - CONTEXT_MARGIN;
-    if (room < 1)
-      throw new AppError(
-        "invalid_request",
-        `This model's context is ${this.context.contextSize} tokens, but the prompt is ${promptTokens.length} tokens. ` +
-          `Shorten the messages (nothing is truncated silently).`,
-        { code: "context_length_exceeded", param: "messages" },
-      );
+    if (room < 1) throw contextExceeded(this.context.contextSize, `is ${promptTokens.length} tokens`);
     const grammars = await this.compileGrammars(request);
     const breakpointEnd = request.cacheBreakpoints?.length
-      ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
+      ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
     if (signal.aborted) return;
     const lease = await this.pool.acquire(promptTokens);
@@ -336,9 +357,27 @@ export class LlamaEngine implements Engine {
     await this.model.dispose();
   }
 
-  private render(request: EngineRequest) {
+  /** Limits for reading one request's prompts: the context size, the deadline, the client's signal. */
+  private tokenizeBudget(signal?: AbortSignal) {
+    return { maxTokens: this.context.contextSize, deadline: performance.now() + this.tokenizeTimeoutMs, signal };
+  }
+
+  /** The prompt's tokens, read under the budget (see prompt-tokens.ts); errors are the client's 400s. */
+  private async render(request: EngineRequest, budget: ReturnType<LlamaEngine["tokenizeBudget"]>): Promise<Token[]> {
     const wrapper = request.mode === "fast" ? this.wrappers.fast : this.wrappers.thinking;
-    return renderPrompt(this.model, wrapper, request.messages, request.tools);
+    try {
+      return await tokenizeWithin(renderPromptText(wrapper, request.messages, request.tools), this.model.tokenizer, budget);
+    } catch (err) {
+      if (err instanceof PromptTooLongError) throw contextExceeded(this.context.contextSize, `has more than ${err.atLeastTokens - 1} tokens`);
+      if (err instanceof TokenizeDeadlineError)
+        throw new AppError(
+          "invalid_request",
+          `Reading the prompt into tokens took longer than ${Math.round(this.tokenizeTimeoutMs / 1000)} s, so it was stopped. ` +
+            `Shorten the messages, or break up very long runs of one character.`,
+          { code: "prompt_too_complex", param: "messages" },
+        );
+      throw err;
+    }
   }
 
   private async compileGrammars(request: EngineRequest): Promise<CompiledGrammars> {

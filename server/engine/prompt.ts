@@ -195,25 +195,22 @@ export function toFunctions(tools: ToolDefinition[]): ChatModelFunctions | undef
   return out;
 }
 
-export function renderPrompt(
-  model: LlamaModel,
-  wrapper: ChatWrapper,
-  messages: CanonicalMessage[],
-  tools: ToolDefinition[],
-): Token[] {
+/** The prompt as the chat wrapper renders it, before tokenizing (see prompt-tokens.ts for that). */
+export function renderPromptText(wrapper: ChatWrapper, messages: CanonicalMessage[], tools: ToolDefinition[]): LlamaText {
   const chatHistory = toChatHistory(messages, tools);
   const { contextText } = wrapper.generateContextState({
     chatHistory,
     availableFunctions: toFunctions(tools),
     documentFunctionParams: true,
   });
-  return contextText.tokenize(model.tokenizer);
+  return contextText;
 }
+
 
 /** Text and tool name for the probe continuations below; any content works, only where it starts matters. */
 const PROBE = "svc_cache_probe";
 
-type Render = (messages: CanonicalMessage[], tools: ToolDefinition[]) => Token[];
+type Render = (messages: CanonicalMessage[], tools: ToolDefinition[]) => Token[] | Promise<Token[]>;
 
 function commonPrefixLength(a: Token[], b: Token[]): number {
   const n = Math.min(a.length, b.length);
@@ -259,13 +256,13 @@ function cutAt(breakpoint: CacheBreakpoint, messages: CanonicalMessage[], tools:
  * Tools render in a template-chosen place, so the last tool and the last message breakpoint are both
  * measured and the later one counts.
  */
-export function cacheBreakpointOffset(
+export async function cacheBreakpointOffset(
   render: Render,
   full: Token[],
   messages: CanonicalMessage[],
   tools: ToolDefinition[],
   breakpoints: CacheBreakpoint[],
-): number {
+): Promise<number> {
   const lastTool = breakpoints.findLast((b) => b.kind === "tool");
   const lastMessage = breakpoints.findLast((b) => b.kind !== "tool");
   let offset = 0;
@@ -274,8 +271,8 @@ export function cacheBreakpointOffset(
     try {
       const plain = cutAt(breakpoint, messages, tools, false);
       const probed = cutAt(breakpoint, messages, tools, true);
-      const cut = render(plain.messages, plain.tools);
-      const end = Math.min(commonPrefixLength(cut, render(probed.messages, probed.tools)), commonPrefixLength(cut, full));
+      const cut = await render(plain.messages, plain.tools);
+      const end = Math.min(commonPrefixLength(cut, await render(probed.messages, probed.tools)), commonPrefixLength(cut, full));
       offset = Math.max(offset, end);
     } catch {
       // A history the template cannot render cut short gives no offset; usage then counts no cache write.

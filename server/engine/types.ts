@@ -80,6 +80,11 @@ export interface LoadedModelInfo {
   /** Layers offloaded to the GPU, of totalLayers. */
   gpuLayers?: number;
   totalLayers?: number;
+  /**
+   * The most characters one token stands for: a prompt whose text is longer than contextSize times this
+   * cannot fit, which the pipeline checks before anything is rendered or tokenized.
+   */
+  maxTokenChars?: number;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

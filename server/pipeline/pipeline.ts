@@ -15,11 +15,11 @@ import type {
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
-import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest } from "../engine/types.js";
+import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
-import { estimateTokens } from "./token-estimate.js";
+import { estimateTokens, renderedTextLength } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -91,8 +91,10 @@ export class InferencePipeline {
     const { signal } = options;
     checkSchemas(request);
     // No model: say so now rather than after a wait in the queue.
-    this.host.engine();
-    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
+    const model = this.host.engine().status().model;
+    const messages = await resolveContent(request.messages);
+    checkPromptFits(messages, model);
+    const engineRequest = toEngineRequest({ ...request, messages });
     const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
     let events: AsyncGenerator<EngineEvent, void, void>;
     let first: IteratorResult<EngineEvent, void>;
@@ -167,6 +169,24 @@ export function checkSchemas(request: InferenceRequest): void {
   };
   if (request.output.type === "json_schema") check(request.output.schema, request.output.param ?? "response_format");
   if (request.toolChoice.type !== "none") request.tools.forEach((tool, i) => check(tool.parameters, tool.param ?? `tools[${i}].parameters`));
+}
+
+/**
+ * A prompt whose text is longer than the context times the longest token cannot fit, whatever the
+ * tokenizer makes of it: refused here, before anything is rendered, tokenized or queued, so a huge body
+ * costs no more than its parsing (tokenizing 1 MB of one character took over a minute).
+ */
+export function checkPromptFits(messages: CanonicalMessage[], model: LoadedModelInfo | null): void {
+  if (!model?.maxTokenChars) return;
+  const length = renderedTextLength(messages);
+  const most = model.contextSize * model.maxTokenChars;
+  if (length > most)
+    throw new AppError(
+      "invalid_request",
+      `This model's context is ${model.contextSize} tokens, but the prompt has ${length} characters, more than ${most} ` +
+        `(${model.maxTokenChars} per token at the very most) can fit. Shorten the messages (nothing is truncated silently).`,
+      { code: "context_length_exceeded", param: "messages" },
+    );
 }
 
 /** Spec: at most 4 cache breakpoints are kept; the first 4 in request order (tools, then messages). */
