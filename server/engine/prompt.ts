@@ -12,6 +12,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { invalidRequest } from "../core/errors.js";
+import { nestsDeeperThan } from "../core/json-depth.js";
 import type { CanonicalMessage, ContentPart, ToolDefinition } from "../core/inference.js";
 import type { CacheBreakpoint } from "./types.js";
 
@@ -113,9 +114,13 @@ function partsToText(parts: ContentPart[], where: string): string {
     .join("\n\n");
 }
 
+/** Arguments nested deeper than this are shown to the template as their text (its JSON walk recurses). */
+const MAX_ARGUMENTS_DEPTH = 256;
+
 function parseArguments(text: string): unknown {
   try {
-    return JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return nestsDeeperThan(value, MAX_ARGUMENTS_DEPTH) ? text : value;
   } catch {
     return text;
   }

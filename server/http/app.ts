@@ -16,6 +16,7 @@ import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { requireKey } from "./auth.js";
+import { checkBodyDepth } from "./body-limits.js";
 import type { ServerDeps } from "./context.js";
 import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
 import { describeError } from "./inference.js";
@@ -98,6 +99,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
       done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
     }
   });
+  app.addHook("preValidation", async (request) => checkBodyDepth(request.body));
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
   app.setNotFoundHandler(notFound);

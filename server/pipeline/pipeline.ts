@@ -19,6 +19,7 @@ import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, Loaded
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
+import { checkSchemaLimits } from "./schema-limits.js";
 import { estimateTokens, renderedTextLength } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
@@ -159,16 +160,18 @@ async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, t
  * honour is a 400 whether or not a model is loaded, and before the request waits for a sequence.
  */
 export function checkSchemas(request: InferenceRequest): void {
-  const check = (schema: Record<string, unknown>, param: string) => {
+  const output = request.output.type === "json_schema" ? [{ schema: request.output.schema, param: request.output.param ?? "response_format" }] : [];
+  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters` }));
+  // Every tool counts (the prompt shows them all); only those that may be called are compiled.
+  checkSchemaLimits([...output, ...tools]);
+  for (const { schema, param } of [...output, ...(request.toolChoice.type === "none" ? [] : tools)]) {
     try {
       cachedSchemaGrammar(schema);
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
       throw err;
     }
-  };
-  if (request.output.type === "json_schema") check(request.output.schema, request.output.param ?? "response_format");
-  if (request.toolChoice.type !== "none") request.tools.forEach((tool, i) => check(tool.parameters, tool.param ?? `tools[${i}].parameters`));
+  }
 }
 
 /**
