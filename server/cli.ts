@@ -11,7 +11,9 @@ const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions
 Usage:
   svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--lan] [--allowed-hosts NAME,...]
+            [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
+            [--max-connections N]
   svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -22,10 +24,13 @@ Usage:
   svc models remove FILE [--force] [--data-dir DIR]
   svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]
 
+A --host other than loopback needs --lan (the API is then reachable from the network; see docs/security.md).
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS,
+SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
+SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Default data dir: ${defaultDataDir()}
 `;
 
@@ -47,6 +52,13 @@ async function serve(argv: string[]): Promise<void> {
       "cors-origins": { type: "string" },
       "concurrency-limit": { type: "string" },
       "queue-limit": { type: "string" },
+      lan: { type: "boolean" },
+      "allowed-hosts": { type: "string" },
+      "headers-timeout": { type: "string" },
+      "request-timeout": { type: "string" },
+      "keep-alive-timeout": { type: "string" },
+      "stream-write-timeout": { type: "string" },
+      "max-connections": { type: "string" },
     },
     strict: true,
   });
@@ -54,6 +66,8 @@ async function serve(argv: string[]): Promise<void> {
   // The server (Fastify, node-llama-cpp) loads only for `serve`, so the other commands start fast.
   const { consoleLog, startServer } = await import("./index.js");
   const log = consoleLog(config.logLevel);
+  // A promise some request path forgot to handle must not take the server down with every other request.
+  process.on("unhandledRejection", (reason) => log("error", `Unhandled rejection (a bug; the server keeps running): ${(reason as Error)?.stack ?? String(reason)}`));
   const server = await startServer(config, log);
   console.log(`svc listening on ${server.url} (data dir ${config.dataDir})`);
   console.log(`  Chat Completions and Responses: base URL ${server.url}/v1   Messages: base URL ${server.url}`);

@@ -10,9 +10,11 @@ import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
 import { buildApp } from "./http/app.js";
+import { lanWarning, MachineNames } from "./http/lan.js";
 import { InferencePipeline, schedulerForHost } from "./pipeline/pipeline.js";
 import type { Scheduler } from "./pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
+import { DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";
 import { Store } from "./store/store.js";
 import { packageVersion } from "./version.js";
 
@@ -61,9 +63,35 @@ async function checkModelFile(path: string): Promise<void> {
   }
 }
 
+/** Listening beyond loopback exposes the API to the network: only with --lan (the window's LAN switch sets it). */
+function checkExposure(config: ServeConfig): void {
+  if (isLoopbackHost(config.host) || config.lan) return;
+  throw new StartupError(
+    `--host ${config.host} would let other machines on the network reach the API. Add --lan (or set SVC_LAN=1) to ` +
+      "confirm; without it the server listens on this machine only (--host 127.0.0.1).",
+  );
+}
+
+function lockDataDir(config: ServeConfig): DataDirLock {
+  try {
+    return DataDirLock.acquire(config.dataDir, { nativeBinding: config.nativeBinding });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new StartupError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
+  checkExposure(config);
   if (config.modelPath) await checkModelFile(config.modelPath);
-  const store = Store.open(config.dataDir, { nativeBinding: config.nativeBinding });
+  const lock = lockDataDir(config);
+  let store: Store;
+  try {
+    store = Store.open(config.dataDir, { nativeBinding: config.nativeBinding });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
   const engineHost = new EngineHost({ log });
@@ -103,16 +131,20 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   } catch (err) {
     await models.close();
     store.close();
+    lock.release();
     throw new StartupError((err as Error).message);
   }
 
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
   const pipeline = new InferencePipeline(engineHost, { scheduler, log });
+  const lan = !isLoopbackHost(config.host);
   const app = await buildApp(
-    { pipeline, keys, engineHost, version: packageVersion(), log },
+    { pipeline, keys, engineHost, version: packageVersion(), log, streamWriteTimeoutMs: config.streamWriteTimeoutMs },
     {
-      allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
+      allowedHosts: lan ? "lan" : "loopback",
+      extraHosts: config.allowedHosts ?? [],
       corsOrigins: config.corsOrigins ?? [],
+      connections: config.connections,
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },
   );
@@ -122,14 +154,18 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await models.close();
     await engineHost.close();
     store.close();
+    lock.release();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${port}`;
+  lock.listening(url);
+  if (lan) log("warn", lanWarning(config.host, port, new MachineNames(config.allowedHosts)));
   let closing: Promise<void> | null = null;
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url,
     port,
     app,
     store,
@@ -143,6 +179,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         await app.close();
         await engineHost.close();
         store.close();
+        lock.release();
       })();
       return closing;
     },
