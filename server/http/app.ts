@@ -23,6 +23,7 @@ import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } 
 import { describeError } from "./inference.js";
 import { rateHeaders } from "./limits.js";
 import { isLoopbackAddress, MachineNames } from "./lan.js";
+import { LARGE_BODY_BYTES, releaseAfterLargeBody } from "./memory.js";
 import { hostAllowed, requestContext } from "./request-context.js";
 
 export const BODY_LIMIT_BYTES = 50 * 1024 * 1024;
@@ -113,6 +114,10 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     }
   });
   app.addHook("preValidation", async (request) => checkBodyDepth(request.body));
+  app.addHook("onRequest", async (request, reply) => {
+    const length = Number(request.headers["content-length"]);
+    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
+  });
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
   app.setNotFoundHandler(notFound);
