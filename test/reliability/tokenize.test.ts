@@ -105,6 +105,22 @@ describe("tokenizeWithin", () => {
   });
 });
 
+describe("the prompt of a deeply nested tool call", () => {
+  it("renders: arguments nested past 256 levels are shown to the template as their text", () => {
+    const args = "[".repeat(20_000) + "1" + "]".repeat(20_000);
+    const rendered = renderPromptText(
+      wrapper,
+      [
+        ...user("hi"),
+        { role: "assistant", content: [], toolCalls: [{ id: "c1", name: "f", arguments: args }] },
+        { role: "tool", toolCallId: "c1", content: [{ type: "text", text: "ok" }] },
+      ],
+      [{ name: "f", parameters: { type: "object" } }],
+    );
+    expect(rendered.toString()).toContain(args);
+  });
+});
+
 describe("the engine and the pipeline", () => {
   const request = (text: string): EngineRequest => ({
     messages: user(text),

@@ -23,6 +23,7 @@ export interface TestAppOptions {
   maxQueue?: number;
   observers?: RequestObserver[];
   sseKeepAliveMs?: number;
+  streamWriteTimeoutMs?: number;
   log?: ServerDeps["log"];
 }
 
@@ -40,6 +41,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     version: "test",
     observers: options.observers,
     sseKeepAliveMs: options.sseKeepAliveMs,
+    streamWriteTimeoutMs: options.streamWriteTimeoutMs,
     log: options.log,
   });
   const key = keys.create().key;
