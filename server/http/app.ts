@@ -72,7 +72,8 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req_"),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests that arrive while the server closes get our 503 (below): the surface's format, and logged.
+    return503OnClosing: false,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
@@ -99,6 +100,11 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     allowedHosts: machine ?? "loopback",
     observers: deps.observers ?? [],
     onObserverError: (err) => deps.log?.("error", `A request observer failed: ${describeError(err)}`),
+  });
+  let closing = false;
+  app.addHook("preClose", async () => void (closing = true));
+  app.addHook("onRequest", async () => {
+    if (closing) throw new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 });
   });
 
   // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
