@@ -2,7 +2,8 @@
 // warning, turned the Host check off, and keyless /health showed hardware and queue state to the LAN; the
 // data dir was 0755 and its database 0644; two servers ran on one data dir. Servers here bind loopback only
 // (the house rule): the LAN side is driven through app.inject with a LAN peer address.
-import { chmodSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -135,11 +136,13 @@ describe.skipIf(!POSIX)("the data dir is the user's alone: 0700, files 0600", ()
     }
   });
 
-  it("`svc keys create` on a new data dir makes it private too", () => {
+  it("`svc keys create` on a new data dir makes it private too, and the key itself is nowhere in it", () => {
     const dataDir = join(tempDataDir(), "keys-only");
-    createKey(dataDir);
+    const key = createKey(dataDir);
     expect(mode(dataDir)).toBe(0o700);
     expect(mode(join(dataDir, "svc.sqlite3"))).toBe(0o600);
+    for (const file of readdirSync(dataDir)) expect(readFileSync(join(dataDir, file)).includes(key), file).toBe(false);
+    expect(readFileSync(join(dataDir, "svc.sqlite3")).includes(createHash("sha256").update(key).digest("hex"))).toBe(true);
     rmSync(dataDir, { recursive: true, force: true });
   });
 });
