@@ -63,17 +63,19 @@ async function startHosted(config: ServeConfig): Promise<Hosted> {
   const nativeBinding = chooseNativeBinding({ appRoot: APP_ROOT, electronVersion: process.versions.electron ?? "", isPackaged: app.isPackaged, exists: existsSync });
   const settings = readStartSettings(config.dataDir, nativeBinding);
   const host = hostForStart(settings.lan, process.env.SVC_HOST);
+  // The window's LAN switch is the explicit opt-in that `svc serve --lan` asks for.
+  const lan = config.lan === true || settings.lan === "on";
   const logs = new LogBuffer(consoleLog(config.logLevel));
   const portFromEnv = (process.env.SVC_PORT ?? "").trim() !== "";
   let plan = await planPort(host, portForStart(settings.port, process.env.SVC_PORT, config.port));
   let server: RunningServer;
   try {
-    server = await startServer({ ...config, host, port: plan.port, nativeBinding }, logs.log);
+    server = await startServer({ ...config, host, lan, port: plan.port, nativeBinding }, logs.log);
   } catch (err) {
     // The probe said free, but another program took the port meanwhile: fall back once more.
     if (plan.port === 0 || !isAddressInUse(err)) throw err;
     plan = { port: 0, taken: plan.port };
-    server = await startServer({ ...config, host, port: 0, nativeBinding }, logs.log);
+    server = await startServer({ ...config, host, lan, port: 0, nativeBinding }, logs.log);
   }
   const portNote = portNoteFor(plan, server.port);
   if (portNote) logs.log("warn", portNote);

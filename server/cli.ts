@@ -10,8 +10,9 @@ import { packageVersion } from "./version.js";
 
 const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N]
-            [--audit-retention-days N] [--console-session-minutes N]`;
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--lan] [--allowed-hosts NAME,...]
+            [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
+            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -71,11 +72,13 @@ ${ACCOUNTS_USAGE}
 ${MODELS_USAGE}
   svc COMMAND --help       more about one command
 
+A --host other than loopback needs --lan (the API is then reachable from the network; see docs/security.md).
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AUDIT_RETENTION_DAYS,
-SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS,
+SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
+SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Account holders log in to their console at <base URL>/v1/console.
 Default data dir: ${defaultDataDir()}
 `;
@@ -111,6 +114,13 @@ async function serve(argv: string[]): Promise<void> {
       "queue-limit": { type: "string" },
       "audit-retention-days": { type: "string" },
       "console-session-minutes": { type: "string" },
+      lan: { type: "boolean" },
+      "allowed-hosts": { type: "string" },
+      "headers-timeout": { type: "string" },
+      "request-timeout": { type: "string" },
+      "keep-alive-timeout": { type: "string" },
+      "stream-write-timeout": { type: "string" },
+      "max-connections": { type: "string" },
     },
     strict: true,
   });
@@ -120,6 +130,8 @@ async function serve(argv: string[]): Promise<void> {
   // The server (Fastify, node-llama-cpp) loads only for `serve`, so the other commands start fast.
   const { consoleLog, startServer } = await import("./index.js");
   const log = consoleLog(config.logLevel);
+  // A promise some request path forgot to handle must not take the server down with every other request.
+  process.on("unhandledRejection", (reason) => log("error", `Unhandled rejection (a bug; the server keeps running): ${(reason as Error)?.stack ?? String(reason)}`));
   const server = await startServer(config, log);
   console.log(`svc listening on ${server.url} (data dir ${config.dataDir})`);
   console.log(`  Chat Completions and Responses: base URL ${server.url}/v1   Messages: base URL ${server.url}`);

@@ -2,6 +2,7 @@
 import { availableParallelism, homedir, platform } from "node:os";
 import { join } from "node:path";
 import { chooseThreads, type GpuPreference } from "./engine/resource-plan.js";
+import type { ConnectionLimits } from "./http/connection-limits.js";
 
 export interface ServeConfig {
   host: string;
@@ -29,6 +30,14 @@ export interface ServeConfig {
   consoleSessionMinutes?: number;
   /** A better_sqlite3.node built for the host runtime (the desktop app in development); never from flags or env. */
   nativeBinding?: string;
+  /** Required to listen on an address other than loopback (--lan, SVC_LAN=1, the window's LAN switch). */
+  lan?: boolean;
+  /** Host names besides this machine's own that clients may use to reach a server on the LAN. */
+  allowedHosts?: string[];
+  /** Connection deadlines and cap (ms; unset: the defaults in server/http/connection-limits.ts). */
+  connections?: Partial<ConnectionLimits>;
+  /** A stream whose client reads nothing for this long is closed (ms; unset: 30 s). */
+  streamWriteTimeoutMs?: number;
 }
 
 export const APP_NAME = "svc-desktop";
@@ -53,10 +62,29 @@ export function defaultThreads(cores = availableParallelism()): number {
 
 export type Flags = Partial<
   Record<
-    "host" | "port" | "data-dir" | "model" | "threads" | "sequences" | "context-size" | "gpu" | "log-level" | "cors-origins" | "concurrency-limit" | "queue-limit" | "audit-retention-days" | "console-session-minutes",
+    | "host"
+    | "port"
+    | "data-dir"
+    | "model"
+    | "threads"
+    | "sequences"
+    | "context-size"
+    | "gpu"
+    | "log-level"
+    | "cors-origins"
+    | "concurrency-limit"
+    | "queue-limit"
+    | "allowed-hosts"
+    | "headers-timeout"
+    | "request-timeout"
+    | "keep-alive-timeout"
+    | "stream-write-timeout"
+    | "max-connections"
+    | "audit-retention-days"
+    | "console-session-minutes",
     string
   >
->;
+> & { lan?: boolean };
 
 export class ConfigError extends Error {}
 
@@ -67,8 +95,20 @@ function intOption(name: string, value: string | undefined, min: number, max: nu
   return n;
 }
 
+function list(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "");
+}
+
+function seconds(name: string, value: string | undefined): number | undefined {
+  const s = intOption(name, value, 1, 86_400);
+  return s === undefined ? undefined : s * 1000;
+}
+
 export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): ServeConfig {
-  const pick = (flag: keyof Flags, variable: string) => flags[flag] ?? env[variable];
+  const pick = (flag: Exclude<keyof Flags, "lan">, variable: string) => flags[flag] ?? env[variable];
   const gpu = (pick("gpu", "SVC_GPU") ?? "auto") as GpuPreference;
   if (!["auto", "cuda", "vulkan", "metal", "cpu"].includes(gpu)) throw new ConfigError(`--gpu must be auto, cuda, vulkan, metal or cpu (got '${gpu}').`);
   const logLevel = (pick("log-level", "SVC_LOG_LEVEL") ?? "info") as ServeConfig["logLevel"];
@@ -87,9 +127,15 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
     auditRetentionDays: intOption("audit-retention-days", pick("audit-retention-days", "SVC_AUDIT_RETENTION_DAYS"), 1, 36_500),
     consoleSessionMinutes: intOption("console-session-minutes", pick("console-session-minutes", "SVC_CONSOLE_SESSION_MINUTES"), 1, 24 * 60),
-    corsOrigins: (pick("cors-origins", "SVC_CORS_ORIGINS") ?? "")
-      .split(",")
-      .map((o) => o.trim().replace(/\/+$/, ""))
-      .filter((o) => o !== ""),
+    corsOrigins: list(pick("cors-origins", "SVC_CORS_ORIGINS")).map((o) => o.replace(/\/+$/, "")),
+    lan: flags.lan === true || ["1", "true", "on", "yes"].includes((env.SVC_LAN ?? "").trim().toLowerCase()),
+    allowedHosts: list(pick("allowed-hosts", "SVC_ALLOWED_HOSTS")).map((h) => h.toLowerCase()),
+    connections: {
+      headersTimeoutMs: seconds("headers-timeout", pick("headers-timeout", "SVC_HEADERS_TIMEOUT")),
+      requestTimeoutMs: seconds("request-timeout", pick("request-timeout", "SVC_REQUEST_TIMEOUT")),
+      keepAliveTimeoutMs: seconds("keep-alive-timeout", pick("keep-alive-timeout", "SVC_KEEP_ALIVE_TIMEOUT")),
+      maxConnections: intOption("max-connections", pick("max-connections", "SVC_MAX_CONNECTIONS"), 1, 1_000_000),
+    },
+    streamWriteTimeoutMs: seconds("stream-write-timeout", pick("stream-write-timeout", "SVC_STREAM_WRITE_TIMEOUT")),
   };
 }

@@ -13,9 +13,11 @@ import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
 import { buildApp } from "./http/app.js";
+import { lanWarning, MachineNames } from "./http/lan.js";
 import { InferencePipeline, schedulerForHost } from "./pipeline/pipeline.js";
 import type { Scheduler } from "./pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
+import { DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";
 import { Store } from "./store/store.js";
 import { packageVersion } from "./version.js";
 
@@ -69,9 +71,35 @@ async function checkModelFile(path: string): Promise<void> {
   }
 }
 
+/** Listening beyond loopback exposes the API to the network: only with --lan (the window's LAN switch sets it). */
+function checkExposure(config: ServeConfig): void {
+  if (isLoopbackHost(config.host) || config.lan) return;
+  throw new StartupError(
+    `--host ${config.host} would let other machines on the network reach the API. Add --lan (or set SVC_LAN=1) to ` +
+      "confirm; without it the server listens on this machine only (--host 127.0.0.1).",
+  );
+}
+
+function lockDataDir(config: ServeConfig): DataDirLock {
+  try {
+    return DataDirLock.acquire(config.dataDir, { nativeBinding: config.nativeBinding });
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new StartupError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
+  checkExposure(config);
   if (config.modelPath) await checkModelFile(config.modelPath);
-  const store = Store.open(config.dataDir, { nativeBinding: config.nativeBinding });
+  const lock = lockDataDir(config);
+  let store: Store;
+  try {
+    store = Store.open(config.dataDir, { nativeBinding: config.nativeBinding });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
   const engineHost = new EngineHost({ log });
@@ -111,6 +139,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   } catch (err) {
     await models.close();
     store.close();
+    lock.release();
     throw new StartupError((err as Error).message);
   }
 
@@ -119,11 +148,25 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const accounts = new AccountsService(store, keys, config.consoleSessionMinutes ? { session: { idleSeconds: config.consoleSessionMinutes * 60 } } : {});
   const audit = new AuditService(store, { retentionDays: config.auditRetentionDays, log });
   const batches = new BatchService({ repo: store.batches, pipeline, log });
+  const lan = !isLoopbackHost(config.host);
   const app = await buildApp(
-    { pipeline, keys, accounts, audit, engineHost, batches, version: packageVersion(), log, observers: [audit.observer] },
     {
-      allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
+      pipeline,
+      keys,
+      accounts,
+      audit,
+      engineHost,
+      batches,
+      version: packageVersion(),
+      log,
+      observers: [audit.observer],
+      streamWriteTimeoutMs: config.streamWriteTimeoutMs,
+    },
+    {
+      allowedHosts: lan ? "lan" : "loopback",
+      extraHosts: config.allowedHosts ?? [],
       corsOrigins: config.corsOrigins ?? [],
+      connections: config.connections,
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },
   );
@@ -134,6 +177,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await engineHost.close();
     audit.close();
     store.close();
+    lock.release();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
   audit.startRetention();
@@ -142,9 +186,12 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${port}`;
+  lock.listening(url);
+  if (lan) log("warn", lanWarning(config.host, port, new MachineNames(config.allowedHosts)));
   let closing: Promise<void> | null = null;
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url,
     port,
     app,
     store,
@@ -164,6 +211,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         audit.close();
         await engineHost.close();
         store.close();
+        lock.release();
       })();
       return closing;
     },

@@ -15,11 +15,13 @@ import {
   type LlamaContext,
   type LlamaGrammar,
   type LlamaModel,
+  type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
-import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import {
   agentContextNote,
   agentContextSize,
@@ -51,8 +53,16 @@ export interface LlamaEngineOptions {
   /** Cap for the automatic context size; default 131072 (and never past the model's training length). */
   maxContextSize?: number;
   gpu?: GpuPreference;
+  /** How long reading one request's prompt into tokens may take, ms; default TOKENIZE_TIMEOUT_MS. */
+  tokenizeTimeoutMs?: number;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
+
+/**
+ * Reading a prompt stops at the context size, so it takes well under a second on any machine; this only
+ * bounds inputs that are pathological for the tokenizer.
+ */
+export const TOKENIZE_TIMEOUT_MS = 30_000;
 
 /** Tokens kept free at the end of the context for forced markers (thought close, call suffix). */
 const CONTEXT_MARGIN = 16;
@@ -229,13 +239,13 @@ const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheVa
  * A prompt longer than the context: a 400 that says how to fix it (nothing is truncated silently): the
  * --context-size that would take it, and what stands in the way of that.
  */
-export function contextTooLong(info: Pick<LoadedModelInfo, "contextSize" | "trainContextSize" | "sequences">, promptTokens: number): AppError {
+export function contextTooLong(info: Pick<LoadedModelInfo, "contextSize" | "trainContextSize" | "sequences">, promptTokens: number, readUpTo?: number): AppError {
   const suggest = Math.ceil((promptTokens + 4096) / 1024) * 1024;
   const past = info.trainContextSize > 0 && suggest > info.trainContextSize ? ` (past the ${info.trainContextSize} tokens the model was trained on; answers may degrade there)` : "";
   const sequences = info.sequences > 1 ? ` If memory is short, --sequences 1 gives one sequence the memory of all ${info.sequences}.` : "";
   return new AppError(
     "invalid_request",
-    `This model's context is ${info.contextSize} tokens per sequence, but the prompt is ${promptTokens} tokens. Nothing is truncated: ` +
+    `This model's context is ${info.contextSize} tokens per sequence, but the prompt ${readUpTo === undefined ? `is ${promptTokens} tokens` : `has more than ${readUpTo} tokens (about ${promptTokens}, by its length)`}. Nothing is truncated: ` +
       `shorten the conversation, or start the server with a larger context, e.g. \`svc serve --context-size ${suggest}\`${past} ` +
       `(or SVC_CONTEXT_SIZE=${suggest}).${sequences}`,
     { code: "context_length_exceeded", param: "messages", details: { context_size: info.contextSize, prompt_tokens: promptTokens } },
@@ -264,6 +274,7 @@ export class LlamaEngine implements Engine {
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
     private readonly gpu: GpuInfo,
+    private readonly tokenizeTimeoutMs: number,
   ) {}
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -337,6 +348,7 @@ export class LlamaEngine implements Engine {
           trainContextSize: model.trainContextSize,
           contextSizeGiven: !plan.auto.contextSize,
         }),
+        maxTokenChars: longestTokenChars((model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens),
       };
       const gpu = await describeGpu(llama, runtime.skipped);
       options.log?.(
@@ -347,7 +359,7 @@ export class LlamaEngine implements Engine {
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       if (info.contextNote) options.log?.("warn", info.contextNote);
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -368,17 +380,24 @@ export class LlamaEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
-    return this.render(request).length;
+    return (await this.render(request, this.tokenizeBudget())).length;
   }
 
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 });
-    const promptTokens = this.render(request);
+    const budget = this.tokenizeBudget(signal);
+    let promptTokens: Token[];
+    try {
+      promptTokens = await this.render(request, budget);
+    } catch (err) {
+      if (signal.aborted) return;
+      throw err;
+    }
     const room = this.context.contextSize - promptTokens.length - CONTEXT_MARGIN;
     if (room < 1) throw contextTooLong(this.info, promptTokens.length);
     const grammars = await this.compileGrammars(request);
     const breakpointEnd = request.cacheBreakpoints?.length
-      ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
+      ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
     if (signal.aborted) return;
     const lease = await this.pool.acquire(promptTokens);
@@ -409,9 +428,27 @@ export class LlamaEngine implements Engine {
     await this.model.dispose();
   }
 
-  private render(request: EngineRequest) {
+  /** Limits for reading one request's prompts: the context size, the deadline, the client's signal. */
+  private tokenizeBudget(signal?: AbortSignal) {
+    return { maxTokens: this.context.contextSize, deadline: performance.now() + this.tokenizeTimeoutMs, signal };
+  }
+
+  /** The prompt's tokens, read under the budget (see prompt-tokens.ts); errors are the client's 400s. */
+  private async render(request: EngineRequest, budget: ReturnType<LlamaEngine["tokenizeBudget"]>): Promise<Token[]> {
     const wrapper = request.mode === "fast" ? this.wrappers.fast : this.wrappers.thinking;
-    return renderPrompt(this.model, wrapper, request.messages, request.tools);
+    try {
+      return await tokenizeWithin(renderPromptText(wrapper, request.messages, request.tools), this.model.tokenizer, budget);
+    } catch (err) {
+      if (err instanceof PromptTooLongError) throw contextTooLong(this.info, err.estimatedTokens, err.atLeastTokens - 1);
+      if (err instanceof TokenizeDeadlineError)
+        throw new AppError(
+          "invalid_request",
+          `Reading the prompt into tokens took longer than ${Math.round(this.tokenizeTimeoutMs / 1000)} s, so it was stopped. ` +
+            `Shorten the messages, or break up very long runs of one character.`,
+          { code: "prompt_too_complex", param: "messages" },
+        );
+      throw err;
+    }
   }
 
   private async compileGrammars(request: EngineRequest): Promise<CompiledGrammars> {

@@ -12,6 +12,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { invalidRequest } from "../core/errors.js";
+import { nestsDeeperThan } from "../core/json-depth.js";
 import type { CanonicalMessage, ContentPart, ToolDefinition } from "../core/inference.js";
 import type { CacheBreakpoint } from "./types.js";
 
@@ -113,9 +114,13 @@ function partsToText(parts: ContentPart[], where: string): string {
     .join("\n\n");
 }
 
+/** Arguments nested deeper than this are shown to the template as their text (its JSON walk recurses). */
+const MAX_ARGUMENTS_DEPTH = 256;
+
 function parseArguments(text: string): unknown {
   try {
-    return JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return nestsDeeperThan(value, MAX_ARGUMENTS_DEPTH) ? text : value;
   } catch {
     return text;
   }
@@ -216,12 +221,8 @@ function systemTurnedToUser(state: object): boolean {
   return (state as { transformedSystemMessagesToUserMessages?: boolean }).transformedSystemMessagesToUserMessages === true;
 }
 
-export function renderPrompt(
-  model: LlamaModel,
-  wrapper: ChatWrapper,
-  messages: CanonicalMessage[],
-  tools: ToolDefinition[],
-): Token[] {
+/** The prompt as the chat wrapper renders it, before tokenizing (see prompt-tokens.ts for that). */
+export function renderPromptText(wrapper: ChatWrapper, messages: CanonicalMessage[], tools: ToolDefinition[]): LlamaText {
   const history = toChatHistory(messages, tools);
   const render = (chatHistory: ChatHistoryItem[]) =>
     wrapper.generateContextState({ chatHistory, availableFunctions: toFunctions(tools), documentFunctionParams: true });
@@ -234,13 +235,19 @@ export function renderPrompt(
     const hoisted = render(placeSystemMessages(history, true));
     if (!systemTurnedToUser(hoisted)) state = hoisted;
   }
-  return state.contextText.tokenize(model.tokenizer);
+  return state.contextText;
 }
+
+/** renderPromptText, tokenized at once (for callers with a prompt of known, modest size). */
+export function renderPrompt(model: LlamaModel, wrapper: ChatWrapper, messages: CanonicalMessage[], tools: ToolDefinition[]): Token[] {
+  return renderPromptText(wrapper, messages, tools).tokenize(model.tokenizer);
+}
+
 
 /** Text and tool name for the probe continuations below; any content works, only where it starts matters. */
 const PROBE = "svc_cache_probe";
 
-type Render = (messages: CanonicalMessage[], tools: ToolDefinition[]) => Token[];
+type Render = (messages: CanonicalMessage[], tools: ToolDefinition[]) => Token[] | Promise<Token[]>;
 
 function commonPrefixLength(a: Token[], b: Token[]): number {
   const n = Math.min(a.length, b.length);
@@ -286,13 +293,13 @@ function cutAt(breakpoint: CacheBreakpoint, messages: CanonicalMessage[], tools:
  * Tools render in a template-chosen place, so the last tool and the last message breakpoint are both
  * measured and the later one counts.
  */
-export function cacheBreakpointOffset(
+export async function cacheBreakpointOffset(
   render: Render,
   full: Token[],
   messages: CanonicalMessage[],
   tools: ToolDefinition[],
   breakpoints: CacheBreakpoint[],
-): number {
+): Promise<number> {
   const lastTool = breakpoints.findLast((b) => b.kind === "tool");
   const lastMessage = breakpoints.findLast((b) => b.kind !== "tool");
   let offset = 0;
@@ -301,8 +308,8 @@ export function cacheBreakpointOffset(
     try {
       const plain = cutAt(breakpoint, messages, tools, false);
       const probed = cutAt(breakpoint, messages, tools, true);
-      const cut = render(plain.messages, plain.tools);
-      const end = Math.min(commonPrefixLength(cut, render(probed.messages, probed.tools)), commonPrefixLength(cut, full));
+      const cut = await render(plain.messages, plain.tools);
+      const end = Math.min(commonPrefixLength(cut, await render(probed.messages, probed.tools)), commonPrefixLength(cut, full));
       offset = Math.max(offset, end);
     } catch {
       // A history the template cannot render cut short gives no offset; usage then counts no cache write.

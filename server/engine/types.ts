@@ -90,6 +90,11 @@ export interface LoadedModelInfo {
   agentContextSize?: number;
   /** Why the context is too short for coding agents and the setting that fixes it; null when it is not. */
   contextNote?: string | null;
+  /**
+   * The most characters one token stands for: a prompt whose text is longer than contextSize times this
+   * cannot fit, which the pipeline checks before anything is rendered or tokenized.
+   */
+  maxTokenChars?: number;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

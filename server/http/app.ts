@@ -20,21 +20,32 @@ import { registerResponsesCompactRoutes } from "../surfaces/responses/compact-ro
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
-import { requireKey } from "./auth.js";
+import { keyIsValid, requireKey } from "./auth.js";
+import { checkBodyDepth } from "./body-limits.js";
+import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
 import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
 import { describeError } from "./inference.js";
 import { rateHeaders } from "./limits.js";
+import { isLoopbackAddress, MachineNames } from "./lan.js";
+import { LARGE_BODY_BYTES, releaseAfterLargeBody } from "./memory.js";
 import { hostAllowed, requestContext } from "./request-context.js";
 
 export const BODY_LIMIT_BYTES = 50 * 1024 * 1024;
 
 export interface AppOptions {
-  /** "loopback": only Host headers naming this machine are served (DNS-rebinding guard); "any": LAN exposure. */
-  allowedHosts?: "loopback" | "any";
+  /**
+   * "loopback": only Host headers naming this machine by a loopback name are served (DNS-rebinding guard);
+   * "lan": LAN exposure, where this machine's own names and addresses (and `extraHosts`) are served too.
+   */
+  allowedHosts?: "loopback" | "lan";
+  /** With "lan": further host names clients use for this machine (--allowed-hosts). */
+  extraHosts?: readonly string[];
   logger?: boolean | Record<string, unknown>;
   /** Browser origins allowed besides the default ones (see corsOriginAllowed); "*" allows every origin. */
   corsOrigins?: readonly string[];
+  /** Connection deadlines and cap; unset ones take DEFAULT_CONNECTION_LIMITS. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 /**
@@ -59,15 +70,19 @@ export function corsOriginAllowed(origin: string, extra: readonly string[] = [])
 export type KeyedPlugin = (scope: FastifyInstance, deps: ServerDeps) => Promise<void>;
 
 export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const limits = resolveConnectionLimits(options.connections);
   const app = Fastify({
+    ...connectionOptions(limits),
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req_"),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests that arrive while the server closes get our 503 (below): the surface's format, and logged.
+    return503OnClosing: false,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
+  app.server.maxConnections = limits.maxConnections;
 
   const logError: ErrorLog = (request: FastifyRequest, error: unknown, appError: AppError) => {
     const line = `${request.id} ${request.method} ${request.url.split("?")[0]} → ${appError.status}: ${describeError(error)}`;
@@ -85,10 +100,16 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   });
 
   // 2. Request context
+  const machine = options.allowedHosts === "lan" ? new MachineNames(options.extraHosts) : null;
   requestContext(app, {
-    allowedHosts: options.allowedHosts ?? "loopback",
+    allowedHosts: machine ?? "loopback",
     observers: deps.observers ?? [],
     onObserverError: (err) => deps.log?.("error", `A request observer failed: ${describeError(err)}`),
+  });
+  let closing = false;
+  app.addHook("preClose", async () => void (closing = true));
+  app.addHook("onRequest", async () => {
+    if (closing) throw new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 });
   });
 
   // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
@@ -102,6 +123,11 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     } catch {
       done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
     }
+  });
+  app.addHook("preValidation", async (request) => checkBodyDepth(request.body));
+  app.addHook("onRequest", async (request, reply) => {
+    const length = Number(request.headers["content-length"]);
+    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
   });
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
@@ -151,8 +177,13 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
       },
     };
   };
-  app.get("/health", async () => health());
-  app.get("/v1/messages/_health", async () => health());
+  // Other machines (LAN exposure) learn only whether the model serves, unless they show a key.
+  const probe = async (request: FastifyRequest) => {
+    if (isLoopbackAddress(request.ip) || keyIsValid(request, deps)) return health();
+    return { status: deps.engineHost.status().state === "ready" ? "ok" : "loading" };
+  };
+  app.get("/health", probe);
+  app.get("/v1/messages/_health", probe);
   const loadedModel = () => modelObject(deps.engineHost.status().model);
   app.get("/v1/models", async () => ({ object: "list", data: [loadedModel()] }));
   app.get("/v1/models/:model", async (request) => {

@@ -47,6 +47,18 @@ export function parseTimezone(header: string | string[] | undefined): string {
   }
 }
 
+/** Whether the request carries a valid key (for keyless endpoints that say more to key holders). */
+export function keyIsValid(request: FastifyRequest, deps: ServerDeps): boolean {
+  const key = presentedKey(request);
+  if (key === undefined) return false;
+  try {
+    deps.keys.authenticate(key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Adds the key check to every route of `scope` (the key endpoints). */
 export function requireKey(scope: FastifyInstance, deps: ServerDeps): void {
   scope.addHook("onRequest", async (request) => {

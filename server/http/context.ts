@@ -77,6 +77,8 @@ export interface ServerDeps {
   observers?: RequestObserver[];
   /** How long a stream may wait (queue, prompt) before its first keep-alive comment; default KEEPALIVE_MS. */
   sseKeepAliveMs?: number;
+  /** A stream whose client reads nothing for this long is closed, freeing its sequence; default WRITE_TIMEOUT_MS. */
+  streamWriteTimeoutMs?: number;
   /** The server's log; every 5xx is written here with its request id. */
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }

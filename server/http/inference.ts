@@ -12,7 +12,7 @@ import type { InferenceEvent, InferenceRequest, InferenceResult } from "../core/
 import type { InferenceStream } from "../pipeline/pipeline.js";
 import type { RequestContext, ServerDeps } from "./context.js";
 import { setRateHeaders } from "./limits.js";
-import { KEEPALIVE_MS, SseResponse } from "./sse.js";
+import { KEEPALIVE_MS, SseResponse, WRITE_TIMEOUT_MS } from "./sse.js";
 
 export interface StreamEncoder {
   push(event: InferenceEvent): string[];
@@ -73,11 +73,16 @@ export async function serveInference(request: FastifyRequest, reply: FastifyRepl
   ctx.inference.sessionId = call.inference.sessionId;
   const scheduler = deps.pipeline.scheduler;
   const disconnect = abortOnDisconnect(reply);
+  const writeDeadline = {
+    ms: deps.streamWriteTimeoutMs ?? WRITE_TIMEOUT_MS,
+    onTimeout: () =>
+      deps.log?.("warn", `${ctx.id} ${ctx.method} ${ctx.path}: the client read nothing for ${(deps.streamWriteTimeoutMs ?? WRITE_TIMEOUT_MS) / 1000} s; its stream was closed and its sequence freed.`),
+  };
   const sse = call.stream
     ? new SseResponse(reply, () => {
         setRateHeaders(reply, scheduler, principal.accountId);
         return headersOf(reply);
-      }, deps.sseKeepAliveMs)
+      }, deps.sseKeepAliveMs, writeDeadline)
     : null;
   const waiting = sse ? setTimeout(() => void sse.write(": keepalive\n\n"), deps.sseKeepAliveMs ?? KEEPALIVE_MS) : null;
   try {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { AppError } from "../core/errors.js";
 import { isLoopbackHost } from "../core/loopback.js";
 import type { ApiArea, RequestContext, RequestObserver } from "./context.js";
+import { hostAllowedOn, type MachineNames } from "./lan.js";
 
 const AREAS: Array<[prefix: string, area: ApiArea]> = [
   ["/v1/chat/", "chat"],
@@ -32,8 +33,11 @@ export function hostAllowed(hostHeader: string | undefined): boolean {
 }
 
 export interface RequestContextOptions {
-  /** "loopback": only Host headers naming this machine are served (DNS-rebinding guard); "any": LAN exposure. */
-  allowedHosts: "loopback" | "any";
+  /**
+   * Host headers served (the DNS-rebinding guard): loopback names only, or with LAN exposure also this
+   * machine's own names and addresses (see lan.ts).
+   */
+  allowedHosts: "loopback" | MachineNames;
   observers: readonly RequestObserver[];
   onObserverError: (err: unknown) => void;
 }
@@ -77,9 +81,14 @@ export function requestContext(app: FastifyInstance, options: RequestContextOpti
       });
     }
 
-    if (options.allowedHosts !== "any" && !hostAllowed(request.headers.host))
-      throw new AppError("permission", `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`, {
-        code: "host_not_allowed",
-      });
+    const machine = options.allowedHosts === "loopback" ? null : options.allowedHosts;
+    if (!hostAllowedOn(request.headers.host, machine))
+      throw new AppError(
+        "permission",
+        machine
+          ? `Host '${request.headers.host}' is not allowed. Use this machine's name or address, or start the server with --allowed-hosts naming it.`
+          : `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`,
+        { code: "host_not_allowed" },
+      );
   });
 }

@@ -1,6 +1,7 @@
 // Server-sent events over a hijacked Fastify reply: headers written once, frames written with
 // backpressure, comment keep-alives while the model is quiet (or the request waits for a sequence or for
-// its prompt to be read), and the client's disconnect reported.
+// its prompt to be read), the client's disconnect reported, and a write deadline for clients that stop
+// reading (they would otherwise hold their sequence for as long as they keep the connection open).
 //
 // Frames are written at once when the stream has been quiet for FLUSH_MS; a burst (a fast model can make
 // a token every millisecond) is gathered and written every FLUSH_MS instead. Typical models (10-100
@@ -9,6 +10,17 @@ import type { FastifyReply } from "fastify";
 
 /** Clients with idle timeouts (30 s and more is common) see a comment at least this often. */
 export const KEEPALIVE_MS = 10_000;
+/**
+ * A client that reads nothing for this long while frames wait (the socket's buffers full) loses its stream:
+ * the connection is closed, which stops its generation and frees its sequence for others.
+ */
+export const WRITE_TIMEOUT_MS = 30_000;
+
+export interface WriteDeadline {
+  ms: number;
+  /** Called once when the deadline closes the stream (for the log). */
+  onTimeout?: () => void;
+}
 const FLUSH_MS = 8;
 
 export class SseResponse {
@@ -26,6 +38,7 @@ export class SseResponse {
     /** The headers to send besides SSE's own, read when the stream opens. */
     private readonly headers: () => Record<string, string>,
     private readonly keepAliveMs = KEEPALIVE_MS,
+    private readonly writeDeadline: WriteDeadline = { ms: WRITE_TIMEOUT_MS },
   ) {}
 
   get isOpen(): boolean {
@@ -88,7 +101,12 @@ export class SseResponse {
     this.pending = [];
     if (!raw.write(data) && !this.drained) {
       this.drained = new Promise<void>((resolve) => {
+        const stalled = setTimeout(() => {
+          this.writeDeadline.onTimeout?.();
+          raw.destroy();
+        }, this.writeDeadline.ms);
         const done = () => {
+          clearTimeout(stalled);
           raw.off("drain", done);
           raw.off("close", done);
           this.drained = null;

@@ -15,12 +15,13 @@ import type {
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
-import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest } from "../engine/types.js";
+import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
 import { formatFileText, ingestInline } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { fitToContext, nameInputParam } from "./context-fit.js";
-import { estimateTokens } from "./token-estimate.js";
+import { checkSchemaLimits } from "./schema-limits.js";
+import { estimateTokens, renderedTextLength } from "./token-estimate.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -95,6 +96,8 @@ export class InferencePipeline {
     const engine = this.host.engine();
     let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages) };
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
+    // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.
+    checkPromptFits(resolved.messages, engine.status().model);
     const engineRequest = toEngineRequest(resolved);
     const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
     let events: AsyncGenerator<EngineEvent, void, void>;
@@ -160,16 +163,36 @@ async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, t
  * honour is a 400 whether or not a model is loaded, and before the request waits for a sequence.
  */
 export function checkSchemas(request: InferenceRequest): void {
-  const check = (schema: Record<string, unknown>, param: string) => {
+  const output = request.output.type === "json_schema" ? [{ schema: request.output.schema, param: request.output.param ?? "response_format" }] : [];
+  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters` }));
+  // Every tool counts (the prompt shows them all); only those that may be called are compiled.
+  checkSchemaLimits([...output, ...tools]);
+  for (const { schema, param } of [...output, ...(request.toolChoice.type === "none" ? [] : tools)]) {
     try {
       cachedSchemaGrammar(schema);
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
       throw err;
     }
-  };
-  if (request.output.type === "json_schema") check(request.output.schema, request.output.param ?? "response_format");
-  if (request.toolChoice.type !== "none") request.tools.forEach((tool, i) => check(tool.parameters, tool.param ?? `tools[${i}].parameters`));
+  }
+}
+
+/**
+ * A prompt whose text is longer than the context times the longest token cannot fit, whatever the
+ * tokenizer makes of it: refused here, before anything is rendered, tokenized or queued, so a huge body
+ * costs no more than its parsing (tokenizing 1 MB of one character took over a minute).
+ */
+export function checkPromptFits(messages: CanonicalMessage[], model: LoadedModelInfo | null): void {
+  if (!model?.maxTokenChars) return;
+  const length = renderedTextLength(messages);
+  const most = model.contextSize * model.maxTokenChars;
+  if (length > most)
+    throw new AppError(
+      "invalid_request",
+      `This model's context is ${model.contextSize} tokens, but the prompt has ${length} characters, more than ${most} ` +
+        `(${model.maxTokenChars} per token at the very most) can fit. Shorten the messages (nothing is truncated silently).`,
+      { code: "context_length_exceeded", param: "messages" },
+    );
 }
 
 /** Spec: at most 4 cache breakpoints are kept; the first 4 in request order (tools, then messages). */

@@ -22,3 +22,14 @@ export function estimateTokens(messages: CanonicalMessage[], tools: ToolDefiniti
   for (const tool of tools) chars += characters(tool.name) + characters(tool.description ?? "") + characters(JSON.stringify(tool.parameters));
   return Math.ceil(chars / 4);
 }
+
+/**
+ * UTF-16 length of the message text every chat template renders (system, user and tool text, the
+ * assistant's answers; not earlier reasoning, which templates may drop, nor tool-call arguments, which
+ * they may re-serialise shorter). O(messages): string lengths only, no pass over the text.
+ */
+export function renderedTextLength(messages: CanonicalMessage[]): number {
+  let length = 0;
+  for (const message of messages) for (const part of message.content) if (part.type === "text") length += part.text.length;
+  return length;
+}

@@ -1,7 +1,7 @@
 // The one SQLite database file in the data dir (WAL mode), with numbered migrations.
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { prepareDataDir, preparePrivateFile, restrictFile } from "./file-modes.js";
 import { MIGRATIONS, type Migration } from "./migrations/index.js";
 
 export type Db = Database.Database;
@@ -18,7 +18,9 @@ export interface DatabaseOptions {
 
 export function openDatabase(dataDir: string, migrations: Migration[] = MIGRATIONS, options: DatabaseOptions = {}): Db {
   const path = join(dataDir, DATABASE_FILE);
-  mkdirSync(dirname(path), { recursive: true });
+  prepareDataDir(dataDir);
+  preparePrivateFile(path);
+  for (const suffix of ["-wal", "-shm", "-journal"]) restrictFile(path + suffix);
   const db = new Database(path, options.nativeBinding ? { nativeBinding: options.nativeBinding } : {});
   db.pragma("journal_mode = WAL");
   db.pragma("foreign_keys = ON");

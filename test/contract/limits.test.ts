@@ -219,8 +219,17 @@ describe("schemas are checked before anything waits for the model", () => {
     const tooDeep = await chat(test, `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":${deep}}}}`, {
       "content-type": "application/json",
     });
+    // Deeper than any JSON body may nest: refused before the schema is looked at, naming where.
     expect(tooDeep.statusCode).toBe(400);
-    expect(tooDeep.json().error.code).toBe("invalid_schema");
+    expect(tooDeep.json().error).toMatchObject({ code: "nesting_too_deep", param: "response_format.json_schema.schema.properties.a" });
+    // Deeper than a schema may nest, though the body itself is fine: the schema's own limit, named.
+    const deepish = '{"type":"object","properties":{"a":'.repeat(40) + '{"type":"object"}' + "}}".repeat(40);
+    const overLimit = await chat(test, `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":${deepish}}}}`, {
+      "content-type": "application/json",
+    });
+    expect(overLimit.statusCode).toBe(400);
+    expect(overLimit.json().error).toMatchObject({ code: "invalid_schema", param: "response_format.json_schema.schema" });
+    expect(overLimit.json().error.message).toContain("nested more than 64 levels deep, the limit");
     const good = await chat(test, { ...chatBody, response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } });
     expect(good.statusCode).toBe(503);
   });

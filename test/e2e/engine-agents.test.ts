@@ -138,7 +138,7 @@ describe("the context and coding agents", () => {
     expect(err).toMatchObject({ code: "context_length_exceeded", param: "messages" });
     const suggested = Number(/--context-size (\d+)/.exec((err as { message: string }).message)?.[1]);
     expect(suggested).toBeGreaterThan(6000);
-    expect((err as { message: string }).message).toMatch(/4096 tokens per sequence, but the prompt is \d+ tokens/);
+    expect((err as { message: string }).message).toMatch(/4096 tokens per sequence, but the prompt (is|has more than) \d+ tokens/);
   });
 
   it("a context too short for coding agents carries a note with the setting that fixes it; the default is long enough", async () => {

@@ -29,6 +29,7 @@ export interface TestAppOptions {
   maxQueue?: number;
   observers?: RequestObserver[];
   sseKeepAliveMs?: number;
+  streamWriteTimeoutMs?: number;
   log?: ServerDeps["log"];
   /** Options of the accounts service (session policy, throttle, clock). */
   accounts?: AccountsServiceOptions;
@@ -59,6 +60,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     version: "test",
     observers: [audit.observer, ...(options.observers ?? [])],
     sseKeepAliveMs: options.sseKeepAliveMs,
+    streamWriteTimeoutMs: options.streamWriteTimeoutMs,
     log: options.log,
   });
   const key = keys.create().key;

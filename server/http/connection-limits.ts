@@ -1,0 +1,76 @@
+// Deadlines and a cap for connections, whatever the key: a client that sends its headers or body too
+// slowly, that never finishes its body, or that keeps an idle connection, is cut off, and errors at this
+// level (before a request exists) still get a JSON error body. Stream write deadlines are in sse.ts.
+import type { ServerOptions } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyServerOptions } from "fastify";
+import { AppError } from "../core/errors.js";
+import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+
+export interface ConnectionLimits {
+  /** To receive the request line and headers. */
+  headersTimeoutMs: number;
+  /** To receive the whole request, body included (a stream's response may then take as long as it needs). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Connections beyond this are closed as they arrive. */
+  maxConnections: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  headersTimeoutMs: 30_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 30_000,
+  maxConnections: 1024,
+};
+
+/** The defaults, with the values given (unset and undefined ones keep their default). */
+export function resolveConnectionLimits(given: Partial<ConnectionLimits> = {}): ConnectionLimits {
+  const out = { ...DEFAULT_CONNECTION_LIMITS };
+  for (const key of Object.keys(out) as Array<keyof ConnectionLimits>) if (given[key] !== undefined) out[key] = given[key];
+  return out;
+}
+
+/** The Fastify (and node:http) options that enforce the limits; node checks the deadlines every `interval`. */
+export function connectionOptions(
+  limits: ConnectionLimits,
+): Pick<FastifyServerOptions, "requestTimeout" | "keepAliveTimeout" | "clientErrorHandler"> & { http: ServerOptions } {
+  const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+  const interval = Math.max(100, Math.min(2000, Math.round(headersTimeout / 10)));
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: { headersTimeout, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: interval },
+    clientErrorHandler: (err, socket) => answerClientError(err as NodeJS.ErrnoException, socket, limits),
+  };
+}
+
+/** Fastify's default answer to errors before a request exists, with an OpenAI-shape body that says why. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limits: ConnectionLimits): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  let status = 400;
+  let error: AppError;
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    status = 408;
+    error = new AppError(
+      "invalid_request",
+      `The request was not received in full within ${Math.round(limits.requestTimeoutMs / 1000)} s (or its headers within ` +
+        `${Math.round(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 1000)} s), so the connection was closed.`,
+      { code: "request_timeout" },
+    );
+  } else if (err.code === "HPE_HEADER_OVERFLOW") {
+    status = 431;
+    error = new AppError("invalid_request", "The request headers are too large.", { code: "headers_too_large" });
+  } else error = new AppError("invalid_request", "The request is not valid HTTP.", { code: "bad_request" });
+  // A response already under way on this connection (one whose body the client never finished): only close.
+  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (socket.writable && !started) {
+    const body = JSON.stringify(encodeOpenAIError(error));
+    socket.write(
+      `HTTP/1.1 ${status} ${status === 408 ? "Request Timeout" : status === 431 ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}

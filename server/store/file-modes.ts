@@ -1,0 +1,43 @@
+// The data dir holds key hashes, settings, uploaded files and batch results: it is the user's alone (0700,
+// its files 0600), whatever the umask, also when an earlier version created it world-readable. No-ops on
+// Windows, where the folder under %APPDATA% is private already and modes do not apply.
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
+
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+const POSIX = process.platform !== "win32";
+
+function restrict(path: string, mode: number): void {
+  if (!POSIX) return;
+  try {
+    const stat = statSync(path);
+    // Only what we own (chmod would fail on anything else), and only when others have access.
+    if ((stat.mode & 0o077) !== 0 && stat.uid === process.getuid?.()) chmodSync(path, mode);
+  } catch {
+    // Gone or not ours: nothing to tighten.
+  }
+}
+
+export function restrictDir(path: string): void {
+  restrict(path, PRIVATE_DIR_MODE);
+}
+
+export function restrictFile(path: string): void {
+  restrict(path, PRIVATE_FILE_MODE);
+}
+
+/** Creates the data dir (0700) or tightens an existing one. */
+export function prepareDataDir(dataDir: string): void {
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  restrictDir(dataDir);
+}
+
+/**
+ * Creates `path` empty with mode 0600 if it does not exist, else tightens it. SQLite gives a database's
+ * -wal, -shm and -journal files the database file's own mode, so they are 0600 too.
+ */
+export function preparePrivateFile(path: string): void {
+  if (!existsSync(path)) closeSync(openSync(path, "a", PRIVATE_FILE_MODE));
+  restrictFile(path);
+}
