@@ -7,7 +7,10 @@ import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
+import { FilesService } from "./features/files/files-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
+import { Ingest } from "./ingest/ingest.js";
+import { IngestPool } from "./ingest/ingest-pool.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
@@ -111,12 +114,16 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     throw new StartupError((err as Error).message);
   }
 
+  const ingestPool = new IngestPool();
+  const ingest = new Ingest(ingestPool);
+  const files = new FilesService({ store, dataDir: config.dataDir, ingest, log });
+  await files.start();
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
-  const pipeline = new InferencePipeline(engineHost, { scheduler, log });
+  const pipeline = new InferencePipeline(engineHost, { scheduler, log, files, ingest });
   const accounts = new AccountsService(store, keys, config.consoleSessionMinutes ? { session: { idleSeconds: config.consoleSessionMinutes * 60 } } : {});
   const audit = new AuditService(store, { retentionDays: config.auditRetentionDays, log });
   const app = await buildApp(
-    { pipeline, keys, accounts, audit, engineHost, version: packageVersion(), log, observers: [audit.observer] },
+    { pipeline, keys, accounts, audit, engineHost, files, version: packageVersion(), log, observers: [audit.observer] },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -127,6 +134,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await models.close();
+    await files.close();
+    await ingestPool.close();
     await engineHost.close();
     audit.close();
     store.close();
@@ -153,6 +162,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         await models.close();
         await app.close();
         audit.close();
+        await files.close();
+        await ingestPool.close();
         await engineHost.close();
         store.close();
       })();

@@ -6,6 +6,7 @@ import { consoleApi, isDownloadRunning } from "./console-client";
 import { Moon, Sun, SunMoon } from "./icons";
 import { AuditPage } from "./pages/audit-page";
 import { ChatPage } from "./pages/chat-page";
+import { FilesPage } from "./pages/files-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
 import { PendingPage } from "./pages/pending-page";
@@ -27,11 +28,6 @@ type PageId = (typeof PAGES)[number]["id"];
 
 /** Pages whose APIs are still to come: what each will do, and what it waits for. */
 const PENDING = {
-  files: {
-    title: "Files",
-    purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
-    waitsFor: "the Files API (/v1/files)",
-  },
   batches: {
     title: "Batches",
     purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
@@ -156,6 +152,7 @@ export function App() {
           />
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
+        {page === "files" && <FilesPage info={info} />}
         {page === "keys" && <KeysPage />}
         {page === "audit" && <AuditPage info={info} />}
         {page === "models" && <ModelsPage />}

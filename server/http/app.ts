@@ -14,6 +14,7 @@ import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
+import { registerFilesRoutes } from "../features/files/routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
@@ -165,6 +166,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     [registerResponsesRoutes, "openai"],
     [registerMessagesRoutes, "anthropic"],
     [registerAuditRoutes, "openai"],
+    [registerFilesRoutes, "openai"],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);

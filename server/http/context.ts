@@ -3,6 +3,7 @@ import type { Mode, StopReason, Usage } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import type { AccountsService } from "../features/accounts/accounts-service.js";
 import type { AuditService } from "../features/audit/audit-service.js";
+import type { FilesService } from "../features/files/files-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
 import type { WorkClass } from "../pipeline/scheduler.js";
@@ -69,6 +70,7 @@ export interface ServerDeps {
   /** The audit endpoints read it; its observer (in `observers`) writes it. */
   audit: AuditService;
   engineHost: EngineHost;
+  files: FilesService;
   version: string;
   /** Sees every finished request: the audit feature records key requests here. */
   observers?: RequestObserver[];

@@ -2,6 +2,7 @@
 import { AccountRepository } from "./accounts-repository.js";
 import { AuditRepository } from "./audit-repository.js";
 import { ConsoleSessionRepository } from "./console-sessions-repository.js";
+import { FileRepository } from "./files-repository.js";
 import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
@@ -15,6 +16,7 @@ export class Store {
   readonly modelFiles: ModelFileRepository;
   readonly consoleSessions: ConsoleSessionRepository;
   readonly audit: AuditRepository;
+  readonly files: FileRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
@@ -23,6 +25,7 @@ export class Store {
     this.modelFiles = new ModelFileRepository(db);
     this.consoleSessions = new ConsoleSessionRepository(db);
     this.audit = new AuditRepository(db);
+    this.files = new FileRepository(db);
   }
 
   static open(dataDir: string, options: DatabaseOptions = {}): Store {

@@ -5,7 +5,9 @@ import { EngineHost } from "../../server/engine/engine-host.js";
 import type { Engine } from "../../server/engine/types.js";
 import { AccountsService, type AccountsServiceOptions } from "../../server/features/accounts/accounts-service.js";
 import { AuditService, type AuditServiceOptions } from "../../server/features/audit/audit-service.js";
+import { FilesService } from "../../server/features/files/files-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
+import { sharedIngest } from "../../server/ingest/ingest.js";
 import { buildApp } from "../../server/http/app.js";
 import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
 import { InferencePipeline, schedulerForHost } from "../../server/pipeline/pipeline.js";
@@ -18,6 +20,7 @@ export interface TestApp {
   keys: KeysService;
   accounts: AccountsService;
   audit: AuditService;
+  files: FilesService;
   key: string;
   close(): Promise<void>;
 }
@@ -42,13 +45,16 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
   const accounts = new AccountsService(store, keys, options.accounts);
   const audit = new AuditService(store, { log: options.log, ...options.audit });
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
+  const files = new FilesService({ store, dataDir, ingest: sharedIngest() });
+  await files.start();
   const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
   const app = await buildApp({
-    pipeline: new InferencePipeline(host, { scheduler, log: options.log }),
+    pipeline: new InferencePipeline(host, { scheduler, log: options.log, files }),
     keys,
     accounts,
     audit,
     engineHost: host,
+    files,
     version: "test",
     observers: [audit.observer, ...(options.observers ?? [])],
     sseKeepAliveMs: options.sseKeepAliveMs,
@@ -61,10 +67,12 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     keys,
     accounts,
     audit,
+    files,
     key,
     async close() {
       await app.close();
       audit.close();
+      await files.close();
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

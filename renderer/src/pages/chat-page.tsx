@@ -34,7 +34,7 @@ function toApiMessages(turns: Turn[], systemPrompt: string): OpenAI.Chat.ChatCom
         role: "user",
         content: [
           ...(t.content ? [{ type: "text" as const, text: t.content }] : []),
-          ...t.attachments.map((a) => ({ type: "file" as const, file: { filename: a.name, file_data: a.dataUrl } })),
+          ...t.attachments.map((a) => ({ type: "file" as const, file: { file_id: a.file!.id } })),
         ],
       });
   }
@@ -133,6 +133,10 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
 
   const update = (id: string, change: (turn: Turn) => Partial<Turn>) => setTurns((all) => all.map((t) => (t.id === id ? { ...t, ...change(t) } : t)));
 
+  const changeAttachment = (key: number, patch: Partial<Attachment>) =>
+    setAttachments((all) => all.map((a) => (a.key === key ? { ...a, ...patch } : a)));
+
+  /** Uploads each file through the Files API; its chip shows progress, then what the model will get or why not. */
   async function attach(files: FileList | File[]) {
     const added: Attachment[] = [];
     const refused: string[] = [];
@@ -331,7 +335,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         role: t.role,
         content: t.content,
         ...(t.reasoning ? { reasoning: t.reasoning } : {}),
-        ...(t.attachments.length ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size })) } : {}),
+        ...(t.attachments.length ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size, file_id: a.file?.id })) } : {}),
         ...(t.status !== "done" ? { status: t.status } : {}),
       })),
     };
