@@ -68,7 +68,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
 
   it("chat: an image chip with a preview; a refused file is explained on its chip and never sent", async () => {
     await ui.open("chat");
-    await ui.page.getByTestId("chat-mode").selectOption("fast");
+    await ui.page.getByTestId("chat-effort").selectOption("none");
     await drop("chat-page", [
       { name: "invoice.png", type: "image/png", base64: b64(png) },
       { name: "server.pem", type: "application/x-pem-file", base64: b64("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n") },
@@ -90,7 +90,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
   });
 
   it("a message the server refuses (its file was deleted meanwhile) is marked and left out of later requests", async () => {
-    await ui.page.getByTestId("chat-clear").click();
+    await ui.page.getByTestId("chat-new").click();
     await ui.page.getByTestId("chat-page").dispatchEvent("drop", {
       dataTransfer: await ui.page.evaluateHandle(() => {
         const dt = new DataTransfer();
@@ -113,5 +113,42 @@ describe.skipIf(skip !== null)("files in the window", () => {
     const sent = JSON.parse(bodies.at(-1)!.body) as { messages: Array<{ role: string; content: unknown }> };
     expect(sent.messages).toEqual([{ role: "user", content: "Hello again" }]);
     await ui.screenshot("chat-refused");
+  });
+
+  it("Edit the message puts its text and files back: one still stored is ready again, a deleted one says so", async () => {
+    await ui.page.getByTestId("chat-new").click();
+    await drop("chat-page", [
+      { name: "keep.txt", type: "text/plain", base64: b64("The herons nest by the lake.") },
+      { name: "gone-too.txt", type: "text/plain", base64: b64("Deleted before the message goes.") },
+    ]);
+    const chips = ui.page.getByTestId("chat-attachment");
+    await expect.poll(() => chips.evaluateAll((els) => els.map((e) => e.getAttribute("data-state"))), { timeout: 30_000 }).toEqual(["ready", "ready"]);
+    const id = (name: string) => (ui.server.store.db.prepare("SELECT id FROM files WHERE filename = ?").get(name) as { id: string }).id;
+    const keep = id("keep.txt");
+    const gone = id("gone-too.txt");
+    await ui.server.app.inject({ method: "DELETE", url: `/v1/files/${gone}`, headers: { authorization: `Bearer ${await ui.service.windowKey()}` } });
+    await ui.page.getByTestId("chat-input").fill("Compare them");
+    await ui.page.getByTestId("chat-send").click();
+    const failed = ui.page.getByTestId("turn-assistant").last();
+    await expect.poll(() => failed.getAttribute("data-status"), { timeout: 30_000 }).toBe("error");
+    expect(await failed.locator(".problem-title").textContent()).toBe("gone-too.txt is no longer on the server.");
+    await failed.getByTestId("problem-edit").click();
+    expect(await ui.page.getByTestId("chat-input").inputValue()).toBe("Compare them");
+    await expect.poll(() => chips.evaluateAll((els) => els.map((e) => e.getAttribute("data-state"))), { timeout: 10_000 }).toEqual(["ready", "refused"]);
+    expect(await chips.nth(0).textContent()).toMatch(/keep\.txt.*Text · ≈ \d+ tokens/);
+    expect(await chips.nth(1).textContent()).toContain("Not attached: It is no longer on the server");
+    await ui.page.getByTestId("chat-send").click();
+    await expect.poll(() => ui.page.getByTestId("turn-assistant").last().getAttribute("data-status"), { timeout: 30_000 }).toBe("done");
+    const bodies = ui.proxy.requests.filter((r) => r.method === "POST" && r.path === "/v1/chat/completions");
+    const sent = JSON.parse(bodies.at(-1)!.body) as { messages: unknown[] };
+    expect(sent.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "Compare them" },
+          { type: "file", file: { file_id: keep } },
+        ],
+      },
+    ]);
   });
 });

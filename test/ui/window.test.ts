@@ -163,6 +163,46 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       expect(saved.messages[1]).toMatchObject({ role: "assistant" });
       expect(String(saved.messages[1]!.content).length).toBeGreaterThan(0);
     });
+
+    it("saves an attachment's name, type, size and file id with the chat, never its content, and shows it again", async () => {
+      const fileId = (ui.server.store.db.prepare("SELECT id FROM files WHERE filename = 'notes.txt'").get() as { id: string }).id;
+      const readSaved = () =>
+        ui.page.evaluate(
+          () =>
+            new Promise<unknown[]>((resolve, reject) => {
+              const open = indexedDB.open("svc-chats");
+              open.onerror = () => reject(open.error);
+              open.onsuccess = () => {
+                const all = open.result.transaction("chats").objectStore("chats").getAll();
+                all.onsuccess = () => {
+                  open.result.close();
+                  resolve(all.result as unknown[]);
+                };
+              };
+            }),
+        );
+      await expect.poll(async () => JSON.stringify(await readSaved())).toContain(fileId);
+      const chats = (await readSaved()) as Array<{ turns: Array<{ content: string; attachments: unknown[] }> }>;
+      const turn = chats.flatMap((c) => c.turns).find((t) => t.content === "What is in the file?")!;
+      expect(turn.attachments).toEqual([{ name: "notes.txt", type: "text/plain", size: 24, fileId, kind: "text", tokens: expect.any(Number) }]);
+      expect(JSON.stringify(chats)).not.toContain("launch code");
+      expect(JSON.stringify(chats)).not.toContain("base64");
+
+      await ui.page.reload();
+      await ui.page.getByTestId("chat-page").waitFor();
+      await ui.page.getByTestId("chat-item").filter({ hasText: "What is in the file?" }).locator(".chat-open").click();
+      const chip = ui.page.getByTestId("turn-attachment").getByTestId("attachment-chip");
+      await expect.poll(() => chip.getAttribute("data-state")).toBe("ready");
+      expect(await chip.textContent()).toMatch(/notes\.txt.*Text · ≈ \d+ tokens/);
+      await ui.page.getByTestId("chat-input").fill("And again?");
+      await ui.page.getByTestId("chat-send").click();
+      expect(await (await lastAnswerSettled()).getAttribute("data-status")).toBe("done");
+      const first = (chatBodies().at(-1)!.messages as Array<{ content: unknown }>)[0]!.content;
+      expect(first).toEqual([
+        { type: "text", text: "What is in the file?" },
+        { type: "file", file: { file_id: fileId } },
+      ]);
+    });
   });
 
   describe("keys", () => {
