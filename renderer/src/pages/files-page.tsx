@@ -1,10 +1,12 @@
 // Files: drop or pick files to upload them to the Files API (with progress), see what the model gets from
 // each (kind, status, token estimate), when it expires, and delete it. A refused file is explained in place.
-import { useCallback, useEffect, useState, type DragEvent } from "react";
+import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import type { ServerInfo } from "../../../server/features/console/contract";
+import { ATTACH_ACCEPT } from "../chat/attachments";
 import { consoleApi } from "../console-client";
 import { deleteFile, expiresIn, KIND_LABEL, listFiles, uploadFile, type FileOut } from "../files-client";
 import { formatBytes, formatTime } from "../format";
+import { X } from "../icons";
 import { usePoll } from "../use-poll";
 
 interface Upload {
@@ -21,6 +23,7 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
   const [error, setError] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
   const [nextKey, setNextKey] = useState(1);
+  const pickRef = useRef<HTMLInputElement>(null);
 
   const refresh = useCallback(async () => {
     if (!info) return;
@@ -90,19 +93,22 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
         onDrop={onDrop}
       >
         <p>Drop files here, or</p>
-        <label className="button primary">
+        {/* A real button, so the picker is reachable by keyboard; it offers the kinds the server reads. */}
+        <button type="button" className="primary" onClick={() => pickRef.current?.click()}>
           Choose files…
-          <input
-            type="file"
-            multiple
-            hidden
-            data-testid="files-pick"
-            onChange={(e) => {
-              if (e.target.files) void upload(Array.from(e.target.files));
-              e.target.value = "";
-            }}
-          />
-        </label>
+        </button>
+        <input
+          ref={pickRef}
+          type="file"
+          multiple
+          hidden
+          accept={ATTACH_ACCEPT}
+          data-testid="files-pick"
+          onChange={(e) => {
+            if (e.target.files) void upload(Array.from(e.target.files));
+            e.target.value = "";
+          }}
+        />
         <p className="muted small">Text and code, PDF, images (also HEIC), audio, video up to 5 minutes, Pages/Numbers/Keynote. Up to 100 MB.</p>
       </div>
 
@@ -114,15 +120,15 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
                 <strong>{u.name}</strong>
                 <span className="muted small">{formatBytes(u.size)}</span>
                 {u.error ? (
-                  <button className="link" onClick={() => setUploads((all) => all.filter((x) => x.key !== u.key))} aria-label={`Dismiss ${u.name}`}>
-                    ✕
+                  <button className="icon" onClick={() => setUploads((all) => all.filter((x) => x.key !== u.key))} aria-label={`Dismiss ${u.name}`} title="Dismiss">
+                    <X size={14} aria-hidden />
                   </button>
                 ) : (
                   <span className="muted small">{u.progress < 1 ? `uploading ${Math.round(u.progress * 100)}%` : "reading…"}</span>
                 )}
               </div>
               {u.error ? (
-                <p className="error small" data-testid="files-upload-error">
+                <p className="error small" role="alert" data-testid="files-upload-error">
                   Not uploaded: {u.error}
                 </p>
               ) : (
@@ -145,7 +151,9 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
               <th>Status</th>
               <th>Tokens</th>
               <th>Expires</th>
-              <th />
+              <th>
+                <span className="sr-only">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -158,13 +166,15 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
                   </div>
                 </td>
                 <td data-testid="files-kind">{KIND_LABEL[f.content_kind] ?? f.content_kind}</td>
-                <td>{formatBytes(f.size)}</td>
+                <td className="nowrap">{formatBytes(f.size)}</td>
                 <td data-testid="files-status">
                   <span className={`pill ${f.status}`}>{f.status === "uploaded" ? "reading…" : f.status === "processed" ? "ready" : "error"}</span>
                   {f.status_details && <div className="error small">{f.status_details}</div>}
                 </td>
                 <td data-testid="files-tokens">{f.status === "processed" ? `≈ ${f.token_estimate.toLocaleString()}` : "—"}</td>
-                <td title={formatTime(f.expires_at)}>{expiresIn(f.expires_at)}</td>
+                <td className="nowrap" title={formatTime(f.expires_at)}>
+                  {expiresIn(f.expires_at)}
+                </td>
                 <td>
                   <button className="danger" data-testid="files-delete" onClick={() => void remove(f)}>
                     Delete
