@@ -12,6 +12,8 @@ import { AuditService } from "../server/features/audit/audit-service.js";
 import { KeysService } from "../server/features/keys/keys-service.js";
 import { buildApp } from "../server/http/app.js";
 import { InferencePipeline, schedulerForHost } from "../server/pipeline/pipeline.js";
+import { FilesService } from "../server/features/files/files-service.js";
+import { sharedIngest } from "../server/ingest/ingest.js";
 import { Store } from "../server/store/store.js";
 import { answer, FakeEngine } from "../test/support/fake-engine.js";
 
@@ -27,11 +29,13 @@ async function setup(withAudit: boolean) {
   const audit = new AuditService(store);
   const host = EngineHost.of(new FakeEngine(() => answer("ok")));
   const scheduler = schedulerForHost(host, { accountLimit: 1000, maxQueue: 1000 });
+  const files = new FilesService({ store, dataDir, ingest: sharedIngest() });
   const app = await buildApp({
-    pipeline: new InferencePipeline(host, { scheduler }),
+    pipeline: new InferencePipeline(host, { scheduler, files }),
     keys,
     accounts: new AccountsService(store, keys),
     audit,
+    files,
     engineHost: host,
     version: "bench",
     observers: withAudit ? [audit.observer] : [],

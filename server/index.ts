@@ -8,7 +8,10 @@ import { detectGpu } from "./engine/llama-engine.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
 import { BatchService } from "./features/batches/batch-service.js";
+import { FilesService } from "./features/files/files-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
+import { Ingest } from "./ingest/ingest.js";
+import { IngestPool } from "./ingest/ingest-pool.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
@@ -143,8 +146,12 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     throw new StartupError((err as Error).message);
   }
 
+  const ingestPool = new IngestPool();
+  const ingest = new Ingest(ingestPool);
+  const files = new FilesService({ store, dataDir: config.dataDir, ingest, log });
+  await files.start();
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
-  const pipeline = new InferencePipeline(engineHost, { scheduler, log });
+  const pipeline = new InferencePipeline(engineHost, { scheduler, log, files, ingest });
   const accounts = new AccountsService(store, keys, config.consoleSessionMinutes ? { session: { idleSeconds: config.consoleSessionMinutes * 60 } } : {});
   const audit = new AuditService(store, { retentionDays: config.auditRetentionDays, log });
   const batches = new BatchService({ repo: store.batches, pipeline, log });
@@ -157,6 +164,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       audit,
       engineHost,
       batches,
+      files,
       version: packageVersion(),
       log,
       observers: [audit.observer],
@@ -174,6 +182,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await models.close();
+    await files.close();
+    await ingestPool.close();
     await engineHost.close();
     audit.close();
     store.close();
@@ -209,6 +219,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         await batches.close();
         await app.close();
         audit.close();
+        await files.close();
+        await ingestPool.close();
         await engineHost.close();
         store.close();
         lock.release();

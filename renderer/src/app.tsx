@@ -7,9 +7,9 @@ import { Moon, Sun, SunMoon } from "./icons";
 import { AuditPage } from "./pages/audit-page";
 import { BatchesPage } from "./pages/batches-page";
 import { ChatPage } from "./pages/chat-page";
+import { FilesPage } from "./pages/files-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
-import { PendingPage } from "./pages/pending-page";
 import { ServerPage } from "./pages/server-page";
 import { applyTheme, useSettings, type Theme } from "./settings";
 import { modelStateLabel } from "./labels";
@@ -27,13 +27,6 @@ const PAGES = [
 type PageId = (typeof PAGES)[number]["id"];
 
 /** Pages whose APIs are still to come: what each will do, and what it waits for. */
-const PENDING = {
-  files: {
-    title: "Files",
-    purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
-    waitsFor: "the Files API (/v1/files)",
-  },
-} as const;
 
 const THEMES: Array<{ value: Theme; label: string }> = [
   { value: "system", label: "System" },
@@ -151,8 +144,8 @@ export function App() {
             onRefresh={() => void poll()}
           />
         </div>
-        {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
         {page === "batches" && <BatchesPage info={info} />}
+        {page === "files" && <FilesPage info={info} />}
         {page === "keys" && <KeysPage />}
         {page === "audit" && <AuditPage info={info} />}
         {page === "models" && <ModelsPage />}

@@ -15,6 +15,7 @@ import { newId } from "../core/ids.js";
 import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerBatchRoutes } from "../features/batches/routes.js";
+import { registerFilesRoutes } from "../features/files/routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerResponsesCompactRoutes } from "../surfaces/responses/compact-routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
@@ -204,6 +205,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     [registerMessagesRoutes, "anthropic"],
     [registerAuditRoutes, "openai"],
     [registerBatchRoutes, "anthropic"],
+    [registerFilesRoutes, "openai"],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);

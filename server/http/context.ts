@@ -4,6 +4,7 @@ import type { EngineHost } from "../engine/engine-host.js";
 import type { AccountsService } from "../features/accounts/accounts-service.js";
 import type { AuditService } from "../features/audit/audit-service.js";
 import type { BatchService } from "../features/batches/batch-service.js";
+import type { FilesService } from "../features/files/files-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
 import type { WorkClass } from "../pipeline/scheduler.js";
@@ -70,6 +71,7 @@ export interface ServerDeps {
   /** The audit endpoints read it; its observer (in `observers`) writes it. */
   audit: AuditService;
   engineHost: EngineHost;
+  files: FilesService;
   version: string;
   /** Message batches (/v1/messages/batches); without it those paths are 404. */
   batches?: BatchService;

@@ -16,7 +16,7 @@ import type {
 import type { EngineHost } from "../engine/engine-host.js";
 import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
 import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
-import { formatFileText, ingestInline } from "../ingest/ingest.js";
+import { formatFileText, sharedIngest, type Extracted, type Ingest } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { fitToContext, nameInputParam } from "./context-fit.js";
@@ -46,6 +46,9 @@ export interface PipelineOptions {
   /** Defaults to a scheduler over the host's sequences with the default limits. */
   scheduler?: Scheduler;
   log?: PipelineLog;
+  /** Uploaded files (file_id parts); without it, file ids are refused. */
+  files?: FileResolver;
+  ingest?: Ingest;
 }
 
 /** Sampling when a request sets none: moderate, because small local models ramble at temperature 1. */
@@ -54,6 +57,17 @@ export const DEFAULT_SAMPLING = { temperature: 0.7, topP: 0.95, topK: 40 } as co
 const STRICT_REFUSAL_INSTRUCTION =
   "Refusal policy (strict): if a request is unsafe, asks for something you cannot do reliably, or you are not " +
   "sure of the answer, refuse briefly and say why instead of guessing.";
+
+/** Uploaded files by id, for the caller's account (the Files feature implements it). */
+export interface FileResolver {
+  /** The extracted content of the caller's file; throws 404 naming the id for a missing or foreign file. */
+  contentOf(fileId: string, accountId: string | undefined, param: string): Promise<{ extracted: Extracted; filename: string }>;
+}
+
+/** Who is asking: uploaded files are resolved within the caller's account. */
+export interface CallerContext {
+  accountId?: string;
+}
 
 /** A scheduler over the host's sequences; waiters get the host's own 503 when the model goes away. */
 export function schedulerForHost(host: EngineHost, limits: { accountLimit?: number; maxQueue?: number } = {}): Scheduler {
@@ -76,6 +90,7 @@ export function schedulerForHost(host: EngineHost, limits: { accountLimit?: numb
 export class InferencePipeline {
   readonly scheduler: Scheduler;
   private readonly log: PipelineLog;
+  private readonly content: ContentResolver;
 
   constructor(
     private readonly host: EngineHost,
@@ -83,6 +98,7 @@ export class InferencePipeline {
   ) {
     this.scheduler = options.scheduler ?? schedulerForHost(host);
     this.log = options.log ?? (() => undefined);
+    this.content = { ingest: options.ingest ?? sharedIngest(), files: options.files };
   }
 
   /**
@@ -94,7 +110,7 @@ export class InferencePipeline {
     checkSchemas(request);
     // No model: say so now rather than after a wait in the queue.
     const engine = this.host.engine();
-    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages) };
+    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }) };
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
     // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.
     checkPromptFits(resolved.messages, engine.status().model);
@@ -138,14 +154,14 @@ export class InferencePipeline {
     throw new AppError("internal", "The generation ended without a result.");
   }
 
-  async countPromptTokens(request: InferenceRequest): Promise<number> {
+  async countPromptTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
     const engine = this.host.engine();
-    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages) }));
+    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller) }));
   }
 
   /** count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed. */
-  async estimateInputTokens(request: InferenceRequest): Promise<number> {
-    return estimateTokens(await resolveContent(request.messages), request.tools);
+  async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
+    return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
   }
 }
 
@@ -241,8 +257,17 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
   };
 }
 
-/** File parts become model-ready text here (shared by every surface); images are refused: the model reads text. */
-export async function resolveContent(messages: CanonicalMessage[]): Promise<CanonicalMessage[]> {
+export interface ContentResolver {
+  ingest: Ingest;
+  files?: FileResolver;
+}
+
+/**
+ * File and image parts become model-ready text here (shared by every surface): uploaded files by id from
+ * the caller's account, inline ones through the ingest worker. The model reads text, so an image becomes
+ * what the vision path can honestly say about it (see server/ingest).
+ */
+export async function resolveContent(messages: CanonicalMessage[], resolver: ContentResolver, caller: CallerContext = {}): Promise<CanonicalMessage[]> {
   const out: CanonicalMessage[] = [];
   for (const [i, message] of messages.entries()) {
     if (!message.content.some((p) => p.type !== "text")) {
@@ -256,10 +281,20 @@ export async function resolveContent(messages: CanonicalMessage[]): Promise<Cano
         continue;
       }
       const param = part.param ?? `messages[${i}].content[${j}]`;
-      if (part.type === "image")
-        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
-      const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
-      content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
+      const filename = part.type === "file" ? (part.filename ?? part.title) : undefined;
+      let text: string;
+      if (part.source.kind === "file_id") {
+        if (!resolver.files)
+          throw new AppError("not_found", `No file with id '${part.source.fileId}': this server has no Files API configured.`, { param, code: "file_not_found" });
+        const { extracted, filename: stored } = await resolver.files.contentOf(part.source.fileId, caller.accountId, param);
+        if (part.type === "image" && extracted.kind !== "image")
+          throw invalidRequest(`The file '${part.source.fileId}' is not an image (${extracted.mediaType}); send it as a file part.`, param, "invalid_image");
+        text = formatFileText(extracted, filename ?? stored);
+      } else {
+        const extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
+        text = formatFileText(extracted, filename);
+      }
+      content.push({ type: "text", text, cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);
   }

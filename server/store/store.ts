@@ -3,6 +3,7 @@ import { AccountRepository } from "./accounts-repository.js";
 import { AuditRepository } from "./audit-repository.js";
 import { ConsoleSessionRepository } from "./console-sessions-repository.js";
 import { BatchRepository } from "./batches-repository.js";
+import { FileRepository } from "./files-repository.js";
 import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
@@ -17,6 +18,7 @@ export class Store {
   readonly consoleSessions: ConsoleSessionRepository;
   readonly audit: AuditRepository;
   readonly batches: BatchRepository;
+  readonly files: FileRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
@@ -26,6 +28,7 @@ export class Store {
     this.consoleSessions = new ConsoleSessionRepository(db);
     this.audit = new AuditRepository(db);
     this.batches = new BatchRepository(db);
+    this.files = new FileRepository(db);
   }
 
   static open(dataDir: string, options: DatabaseOptions = {}): Store {

@@ -15,6 +15,8 @@ import { lanWarning, MachineNames } from "../../server/http/lan.js";
 import { InferencePipeline } from "../../server/pipeline/pipeline.js";
 import { AccountsService } from "../../server/features/accounts/accounts-service.js";
 import { AuditService } from "../../server/features/audit/audit-service.js";
+import { FilesService } from "../../server/features/files/files-service.js";
+import { sharedIngest } from "../../server/ingest/ingest.js";
 import { Store } from "../../server/store/store.js";
 import { FakeEngine } from "../support/fake-engine.js";
 import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir } from "../support/svc-process.js";
@@ -73,7 +75,7 @@ describe("on the LAN: the Host check and a /health that says only ok or loading"
   });
 
   async function app(options: AppOptions, host = EngineHost.of(new FakeEngine())) {
-    return buildApp({ pipeline: new InferencePipeline(host), keys, accounts: new AccountsService(store, keys), audit: new AuditService(store), engineHost: host, version: "test" }, options);
+    return buildApp({ pipeline: new InferencePipeline(host), keys, accounts: new AccountsService(store, keys), audit: new AuditService(store), files: new FilesService({ store, dataDir, ingest: sharedIngest() }), engineHost: host, version: "test" }, options);
   }
   const lanAddress = Object.values(networkInterfaces())
     .flat()

@@ -6,7 +6,9 @@ import { BatchService, type BatchServiceOptions } from "../../server/features/ba
 import type { Engine } from "../../server/engine/types.js";
 import { AccountsService, type AccountsServiceOptions } from "../../server/features/accounts/accounts-service.js";
 import { AuditService, type AuditServiceOptions } from "../../server/features/audit/audit-service.js";
+import { FilesService } from "../../server/features/files/files-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
+import { sharedIngest } from "../../server/ingest/ingest.js";
 import { buildApp } from "../../server/http/app.js";
 import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
 import { InferencePipeline, schedulerForHost } from "../../server/pipeline/pipeline.js";
@@ -19,6 +21,7 @@ export interface TestApp {
   keys: KeysService;
   accounts: AccountsService;
   audit: AuditService;
+  files: FilesService;
   key: string;
   batches: BatchService;
   close(): Promise<void>;
@@ -47,8 +50,10 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
   const accounts = new AccountsService(store, keys, options.accounts);
   const audit = new AuditService(store, { log: options.log, ...options.audit });
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
+  const files = new FilesService({ store, dataDir, ingest: sharedIngest() });
+  await files.start();
   const scheduler = schedulerForHost(host, { accountLimit: options.accountLimit, maxQueue: options.maxQueue });
-  const pipeline = new InferencePipeline(host, { scheduler, log: options.log });
+  const pipeline = new InferencePipeline(host, { scheduler, log: options.log, files });
   const batches = new BatchService({ ...options.batches, repo: store.batches, pipeline });
   const app = await buildApp({
     pipeline,
@@ -57,6 +62,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     audit,
     batches,
     engineHost: host,
+    files,
     version: "test",
     observers: [audit.observer, ...(options.observers ?? [])],
     sseKeepAliveMs: options.sseKeepAliveMs,
@@ -71,12 +77,14 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
     keys,
     accounts,
     audit,
+    files,
     key,
     batches,
     async close() {
       await batches.close();
       await app.close();
       audit.close();
+      await files.close();
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -114,30 +114,11 @@ class SlowProxy {
       return;
     }
     const headers = { ...req.headers, host: this.target.host };
-    const upstream = httpRequest({ hostname: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers }, async (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      const delay = this.delayMs;
-      let pending = "";
-      for await (const chunk of answer) {
-        if (res.destroyed) break;
-        if (delay === 0) {
-          res.write(chunk);
-          continue;
-        }
-        // One SSE event at a time, each held back: the server sends a short answer in a burst.
-        pending += (chunk as Buffer).toString("utf8");
-        let end: number;
-        while ((end = pending.indexOf("\n\n")) !== -1 && !res.destroyed) {
-          await new Promise((r) => setTimeout(r, delay));
-          res.write(pending.slice(0, end + 2));
-          pending = pending.slice(end + 2);
-        }
-      }
-      if (res.destroyed) return;
-      if (pending) res.write(pending);
-      record.ended = true;
-      res.end();
-    });
+    const upstream = httpRequest({ hostname: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers }, (answer) =>
+      // Reading the answer fails ("aborted") when the client went away and the upstream request was destroyed
+      // meanwhile: that must not become an unhandled rejection either.
+      void this.relay(answer, res, record).catch(() => res.destroy()),
+    );
     res.on("close", () => {
       if (!res.writableFinished) {
         record.clientAborted = true;
@@ -146,6 +127,31 @@ class SlowProxy {
     });
     upstream.on("error", () => res.destroy());
     upstream.end(body);
+  }
+
+  private async relay(answer: IncomingMessage, res: ServerResponse, record: ProxiedRequest): Promise<void> {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    const delay = this.delayMs;
+    let pending = "";
+    for await (const chunk of answer) {
+      if (res.destroyed) break;
+      if (delay === 0) {
+        res.write(chunk);
+        continue;
+      }
+      // One SSE event at a time, each held back: the server sends a short answer in a burst.
+      pending += (chunk as Buffer).toString("utf8");
+      let end: number;
+      while ((end = pending.indexOf("\n\n")) !== -1 && !res.destroyed) {
+        await new Promise((r) => setTimeout(r, delay));
+        res.write(pending.slice(0, end + 2));
+        pending = pending.slice(end + 2);
+      }
+    }
+    if (res.destroyed) return;
+    if (pending) res.write(pending);
+    record.ended = true;
+    res.end();
   }
 }
 

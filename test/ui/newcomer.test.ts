@@ -63,6 +63,16 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
     await page().getByTestId("chat-page").dispatchEvent("drop", { dataTransfer });
   }
 
+  /** Drops a text file, waits until the Files API has it, then deletes it behind the chat's back; its id. */
+  async function dropAndDelete(name: string, content: string): Promise<string> {
+    await drop(name, "text/plain", content);
+    await expect.poll(() => page().getByTestId("chat-attachment").getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
+    const { id } = ui.server.store.db.prepare("SELECT id FROM files WHERE filename = ?").get(name) as { id: string };
+    const res = await ui.server.app.inject({ method: "DELETE", url: `/v1/files/${id}`, headers: { authorization: `Bearer ${await ui.service.windowKey()}` } });
+    expect(res.statusCode).toBe(200);
+    return id;
+  }
+
   describe("chat defects", () => {
     it("starts fast on a CPU-only machine and says why; shows progress before the first token, then timings and token counts", async () => {
       await ui.open("chat");
@@ -90,29 +100,44 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
 
     it("filters the picker and refuses unreadable drops at once; a refused file does not poison the chat", async () => {
       await page().getByTestId("chat-new").click();
-      const accept = (await page().getByTestId("chat-attach").getAttribute("accept"))!;
-      expect(accept.split(",")).toEqual(expect.arrayContaining([".pdf", ".txt", ".md", ".py", "text/*"]));
-      expect(accept).not.toContain("image");
-      await drop("photo.png", "image/png", "\x89PNG");
-      await expect.poll(() => page().getByTestId("chat-notice").textContent()).toContain("photo.png cannot be attached");
+      // The picker offers what the server reads (issue 13 widened it to images, audio, video and iWork), and
+      // never a credential file or "any file".
+      const accept = (await page().getByTestId("chat-attach").getAttribute("accept"))!.split(",");
+      expect(accept).toEqual(
+        expect.arrayContaining([".pdf", ".txt", ".md", ".py", "text/*", ".png", ".jpg", ".heic", "image/heic", ".mp3", ".wav", ".mp4", ".mov", ".pages", ".numbers", ".key"]),
+      );
+      for (const never of [".env", ".pem", ".p12", ".pfx", ".cer", ".crt", "*", "*/*", "image/*", "application/zip", "application/octet-stream"]) expect(accept).not.toContain(never);
+      await drop("backup.zip", "application/zip", "PK\x03\x04");
+      await expect.poll(() => page().getByTestId("chat-notice").textContent()).toContain("backup.zip cannot be attached");
+      expect(await page().getByTestId("chat-attachments").count()).toBe(0);
+      expect(ui.server.store.db.prepare("SELECT count(*) AS n FROM files WHERE filename = 'backup.zip'").get()).toEqual({ n: 0 });
+
+      // A PDF the server cannot read: refused on its chip in the server's words, and never sent.
+      await drop("broken.pdf", "application/pdf", `%PDF-1.7\n${"garbage ".repeat(200)}`);
+      const chip = page().getByTestId("chat-attachment");
+      await expect.poll(() => chip.getAttribute("data-state"), { timeout: 30_000 }).toBe("refused");
+      expect(await chip.textContent()).toContain("Not attached: The PDF could not be read");
+      await ask("Summarise the file.");
+      expect(await (await lastAnswer()).getAttribute("data-status")).toBe("done");
+      expect(chatBodies().at(-1)!.messages).toEqual([{ role: "user", content: "Summarise the file." }]);
       expect(await page().getByTestId("chat-attachments").count()).toBe(0);
 
-      // A PDF the server cannot read: refused with 400.
-      await drop("broken.pdf", "application/pdf", "this is not a PDF");
-      await expect.poll(() => page().getByTestId("chat-attachments").textContent()).toContain("broken.pdf");
-      await ask("Summarise the file.");
+      // A message the server refuses: its file was deleted meanwhile (on the Files page, with curl, …).
+      await dropAndDelete("notes.txt", "The heron count is 12.");
+      await ask("What does the note say?");
       const failed = await lastAnswer();
       expect(await failed.getAttribute("data-status")).toBe("error");
       const problem = failed.getByTestId("turn-error");
       expect(await problem.getAttribute("role")).toBe("alert");
-      expect(await problem.locator(".problem-title").textContent()).toBe("The model cannot read broken.pdf.");
+      expect(await problem.locator(".problem-title").textContent()).toBe("notes.txt is no longer on the server.");
       const plain = `${await problem.locator(".problem-title").textContent()} ${await problem.locator("p").nth(1).textContent()}`;
-      expect(plain).not.toMatch(/svc |--model|SVC_|`/);
+      expect(plain).not.toMatch(/svc |--model|SVC_|`|file-/);
       // Red and readable, not the grey small print of a note.
       const look = await problem.locator(".problem-title").evaluate((el) => ({ color: getComputedStyle(el).color, size: parseFloat(getComputedStyle(el).fontSize) }));
       expect(look.color).toBe("rgb(180, 35, 24)");
       expect(look.size).toBeGreaterThanOrEqual(14);
       expect(await page().getByTestId("turn-user").last().getAttribute("data-status")).toBe("error");
+      expect(await page().getByTestId("turn-user").last().getByTestId("attachment-chip").getAttribute("data-state")).toBe("gone");
       expect(await ui.axe()).toEqual([]);
       await ui.screenshot("chat-refused-file");
 
@@ -120,18 +145,23 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
       await problem.getByTestId("problem-send_without_attachments").click();
       const answered = await lastAnswer();
       expect(await answered.getAttribute("data-status")).toBe("done");
-      expect(chatBodies().at(-1)!.messages).toEqual([{ role: "user", content: "Summarise the file." }]);
+      expect(chatBodies().at(-1)!.messages).toEqual([
+        { role: "user", content: "Summarise the file." },
+        { role: "assistant", content: expect.any(String) },
+        { role: "user", content: "What does the note say?" },
+      ]);
 
-      // Another refused file, and the user just goes on: the failed exchange is left out of what is sent.
-      await drop("broken.pdf", "application/pdf", "still not a PDF");
+      // Another refused message, and the user just goes on: the failed exchange is left out of what is sent.
+      const later = await dropAndDelete("later.txt", "Short lived.");
       await ask("And this one?");
       expect(await (await lastAnswer()).getAttribute("data-status")).toBe("error");
       await ask("Never mind: say hello.");
       expect(await (await lastAnswer()).getAttribute("data-status")).toBe("done");
       const messages = chatBodies().at(-1)!.messages as Array<{ role: string; content: unknown }>;
-      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
-      expect(messages[2]).toEqual({ role: "user", content: "Never mind: say hello." });
-      expect(JSON.stringify(messages)).not.toContain("broken.pdf");
+      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+      expect(messages.at(-1)).toEqual({ role: "user", content: "Never mind: say hello." });
+      expect(JSON.stringify(messages)).not.toContain(later);
+      expect(JSON.stringify(messages)).not.toContain("And this one?");
     });
 
     it("says in plain words when the model is loading, and its button sends again", async () => {

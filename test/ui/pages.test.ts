@@ -1,7 +1,9 @@
 // Every page of the window at 1280x860 and 800x600, light and dark: a screenshot of each (in
 // test/.artifacts/screenshots, named page-size-theme.png) and axe-core's check, which must find no serious or
-// critical accessibility violation. The chat is shown with a conversation in it (reasoning, markdown, code).
+// critical accessibility violation. The chat is shown with a conversation in it (reasoning, markdown, code,
+// attached files: an image with its thumbnail, a text file, and a refused file's chip in the message box).
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { textPng } from "../support/file-fixtures.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
 
 const skip = uiSkipReason();
@@ -21,6 +23,19 @@ describe.skipIf(skip !== null)("every page, both sizes, both themes", () => {
     // A conversation to look at: a thought, then an answer with markdown and code.
     await ui.open("chat");
     await ui.page.getByTestId("chat-effort").selectOption("low");
+    const drop = async (files: Array<{ name: string; type: string; base64: string }>) =>
+      ui.page.getByTestId("chat-page").dispatchEvent("drop", {
+        dataTransfer: await ui.page.evaluateHandle((list) => {
+          const dt = new DataTransfer();
+          for (const f of list) dt.items.add(new File([Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0))], f.name, { type: f.type }));
+          return dt;
+        }, files),
+      });
+    await drop([
+      { name: "forecast.png", type: "image/png", base64: (await textPng(["Rain at noon", "12 degrees"])).toString("base64") },
+      { name: "notes.md", type: "text/markdown", base64: Buffer.from("# Trip\nPack an umbrella.\n").toString("base64") },
+    ]);
+    await ui.page.locator('[data-testid="chat-attachment"][data-state="ready"]').nth(1).waitFor({ timeout: 60_000 });
     await ui.page.getByTestId("chat-input").fill("What is the weather like?");
     await ui.page.getByTestId("chat-send").click();
     await ui.page.locator('[data-testid="turn-assistant"][data-status="done"]').waitFor({ timeout: 30_000 });
@@ -28,6 +43,8 @@ describe.skipIf(skip !== null)("every page, both sizes, both themes", () => {
     await ui.page.getByTestId("chat-input").fill("How do I count lines in JavaScript?");
     await ui.page.getByTestId("chat-send").click();
     await ui.page.locator('[data-testid="turn-assistant"][data-status="done"]').nth(1).waitFor({ timeout: 30_000 });
+    await drop([{ name: "server.pem", type: "application/x-pem-file", base64: Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64") }]);
+    await ui.page.locator('[data-testid="chat-attachment"][data-state="refused"]').waitFor();
     // A key, so the Keys page has a row besides the window's own.
     await ui.service.createKey({ name: "my editor" });
   });

@@ -142,24 +142,66 @@ describe.skipIf(skip !== null)("the desktop window", () => {
         return dt;
       });
       await ui.page.getByTestId("chat-page").dispatchEvent("drop", { dataTransfer });
-      await expect.poll(() => ui.page.getByTestId("chat-attachments").textContent()).toContain("notes.txt");
+      const chip = ui.page.getByTestId("chat-attachment");
+      await expect.poll(() => chip.getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
+      expect(await chip.textContent()).toMatch(/notes\.txt.*Text · ≈ \d+ tokens/);
+      const stored = ui.server.store.db.prepare("SELECT id, filename FROM files").all() as Array<{ id: string; filename: string }>;
+      expect(stored.map((f) => f.filename)).toContain("notes.txt");
       await ask("What is in the file?");
       const answer = await lastAnswerSettled();
       expect(await answer.getAttribute("data-status")).toBe("done");
       const content = (chatBodies().at(-1)!.messages as Array<{ content: unknown }>)[0]!.content as Array<Record<string, unknown>>;
       expect(content[0]).toEqual({ type: "text", text: "What is in the file?" });
-      expect(content[1]).toMatchObject({ type: "file", file: { filename: "notes.txt" } });
-      const data = (content[1]!.file as { file_data: string }).file_data;
-      expect(Buffer.from(data.split(",")[1]!, "base64").toString()).toBe("The launch code is 4711.");
+      expect(content[1]).toEqual({ type: "file", file: { file_id: stored.find((f) => f.filename === "notes.txt")!.id } });
     });
 
     it("exports the conversation as JSON", async () => {
       const [download] = await Promise.all([ui.page.waitForEvent("download"), ui.page.getByTestId("chat-export").click()]);
       expect(download.suggestedFilename()).toMatch(/^svc-chat-.*\.json$/);
       const saved = JSON.parse(readFileSync((await download.path())!, "utf8")) as { messages: Array<Record<string, unknown>> };
-      expect(saved.messages[0]).toMatchObject({ role: "user", content: "What is in the file?", attachments: [{ name: "notes.txt", type: "text/plain" }] });
+      expect(saved.messages[0]).toMatchObject({ role: "user", content: "What is in the file?", attachments: [{ name: "notes.txt", type: "text/plain", file_id: expect.stringMatching(/^file-/) }] });
       expect(saved.messages[1]).toMatchObject({ role: "assistant" });
       expect(String(saved.messages[1]!.content).length).toBeGreaterThan(0);
+    });
+
+    it("saves an attachment's name, type, size and file id with the chat, never its content, and shows it again", async () => {
+      const fileId = (ui.server.store.db.prepare("SELECT id FROM files WHERE filename = 'notes.txt'").get() as { id: string }).id;
+      const readSaved = () =>
+        ui.page.evaluate(
+          () =>
+            new Promise<unknown[]>((resolve, reject) => {
+              const open = indexedDB.open("svc-chats");
+              open.onerror = () => reject(open.error);
+              open.onsuccess = () => {
+                const all = open.result.transaction("chats").objectStore("chats").getAll();
+                all.onsuccess = () => {
+                  open.result.close();
+                  resolve(all.result as unknown[]);
+                };
+              };
+            }),
+        );
+      await expect.poll(async () => JSON.stringify(await readSaved())).toContain(fileId);
+      const chats = (await readSaved()) as Array<{ turns: Array<{ content: string; attachments: unknown[] }> }>;
+      const turn = chats.flatMap((c) => c.turns).find((t) => t.content === "What is in the file?")!;
+      expect(turn.attachments).toEqual([{ name: "notes.txt", type: "text/plain", size: 24, fileId, kind: "text", tokens: expect.any(Number) }]);
+      expect(JSON.stringify(chats)).not.toContain("launch code");
+      expect(JSON.stringify(chats)).not.toContain("base64");
+
+      await ui.page.reload();
+      await ui.page.getByTestId("chat-page").waitFor();
+      await ui.page.getByTestId("chat-item").filter({ hasText: "What is in the file?" }).locator(".chat-open").click();
+      const chip = ui.page.getByTestId("turn-attachment").getByTestId("attachment-chip");
+      await expect.poll(() => chip.getAttribute("data-state")).toBe("ready");
+      expect(await chip.textContent()).toMatch(/notes\.txt.*Text · ≈ \d+ tokens/);
+      await ui.page.getByTestId("chat-input").fill("And again?");
+      await ui.page.getByTestId("chat-send").click();
+      expect(await (await lastAnswerSettled()).getAttribute("data-status")).toBe("done");
+      const first = (chatBodies().at(-1)!.messages as Array<{ content: unknown }>)[0]!.content;
+      expect(first).toEqual([
+        { type: "text", text: "What is in the file?" },
+        { type: "file", file: { file_id: fileId } },
+      ]);
     });
   });
 
@@ -304,7 +346,7 @@ describe.skipIf(skip !== null)("the desktop window", () => {
     });
   });
 
-  it("has a place for files and batches, and a screenshot of each page", async () => {
+  it("has a place for batches, and a screenshot of each page", async () => {
     for (const name of ["files", "batches", "chat"]) {
       await ui.open(name);
       await ui.screenshot(name);

@@ -29,15 +29,32 @@ function factsOf(err: unknown): ErrorFacts {
   return { status: null, code: null, param: null, message, connection: /fetch|network|ECONNREFUSED/i.test(message) };
 }
 
-/** The attachment a `messages[i].content[j]` parameter points at, when it is one. */
-function attachmentOf(param: string | null, text: string, attachments: Attachment[]): Attachment | null {
-  const m = param ? /content\[(\d+)\]/.exec(param) : null;
+/** The file id a Files API error names (`No such file: 'file-…'`, `The file 'file-…' could not be read`). */
+function fileIdIn(message: string): string | null {
+  return /'(file-[^']+)'/.exec(message)?.[1] ?? null;
+}
+
+/** The attachment an error points at: by the file id it names, else by its `messages[i].content[j]` parameter. */
+function attachmentOf(f: ErrorFacts, text: string, attachments: Attachment[]): Attachment | null {
+  const id = fileIdIn(f.message);
+  if (id) return attachments.find((a) => a.fileId === id) ?? null;
+  const m = f.param ? /content\[(\d+)\]/.exec(f.param) : null;
   if (!m || attachments.length === 0) return null;
   const index = Number(m[1]) - (text ? 1 : 0);
   return attachments[index] ?? null;
 }
 
-export function describeChatError(err: unknown, sent: { text: string; attachments: Attachment[] }): ChatProblem {
+/** The uploaded file the server no longer has (deleted, expired), when that is why a message was refused. */
+export function missingFileId(err: unknown): string | null {
+  const f = factsOf(err);
+  return f.code === "file_not_found" || (f.status === 404 && /no such file/i.test(f.message)) ? fileIdIn(f.message) : null;
+}
+
+/**
+ * `sent`: the message that failed (its text and files) and the files of the messages before it, which went
+ * with the request too.
+ */
+export function describeChatError(err: unknown, sent: { text: string; attachments: Attachment[]; earlier?: Attachment[] }): ChatProblem {
   const f = factsOf(err);
   const server = f.message;
   if (f.connection)
@@ -70,8 +87,26 @@ export function describeChatError(err: unknown, sent: { text: string; attachment
       actions: ["new_chat", "edit"],
       serverMessage: server,
     };
-  const attachment = attachmentOf(f.param, sent.text, sent.attachments);
-  if (sent.attachments.length > 0 && (attachment || f.status === 413 || f.status === 422 || /file|pdf|content\[/i.test(`${f.code} ${f.param} ${server}`)))
+  const gone = missingFileId(err);
+  if (gone !== null || f.code === "file_not_found") {
+    const here = attachmentOf(f, sent.text, sent.attachments);
+    const before = gone ? (sent.earlier ?? []).find((a) => a.fileId === gone) : undefined;
+    if (!here && before)
+      return {
+        title: `${before.name}, attached earlier in this chat, is no longer on the server.`,
+        detail: "It was deleted, or it expired (uploaded files are kept 30 days). It is left out from now on: send your message again.",
+        actions: ["retry", "edit"],
+        serverMessage: server,
+      };
+    return {
+      title: `${here?.name ?? "An attached file"} is no longer on the server.`,
+      detail: "It was deleted, or it expired (uploaded files are kept 30 days). Send the message without it, or edit the message and attach the file again.",
+      actions: ["send_without_attachments", "edit"],
+      serverMessage: server,
+    };
+  }
+  const attachment = attachmentOf(f, sent.text, sent.attachments);
+  if (sent.attachments.length > 0 && (attachment || f.status === 413 || f.status === 422 || /file|pdf|image|content\[/i.test(`${f.code} ${f.param} ${server}`)))
     return {
       title: attachment ? `The model cannot read ${attachment.name}.` : "The model cannot read an attached file.",
       detail:
@@ -79,7 +114,7 @@ export function describeChatError(err: unknown, sent: { text: string; attachment
           ? "Files holding credentials (.env, .pem, keys and certificates) are never accepted."
           : f.status === 413
             ? "The attachments are too large to send together."
-            : "Text, code and PDF files with a text layer work; images and scanned PDFs do not.",
+            : "The server could not read what is in it, so the model would get nothing from it. Send the message without it, or attach another copy.",
       actions: ["send_without_attachments", "edit"],
       serverMessage: server,
     };

@@ -2,9 +2,10 @@
 // collapsible, progress before the first token, timings and token counts after, and its actions.
 import { useEffect, useState } from "react";
 import { copyText } from "../format";
-import { Check, Copy, Paperclip, Pencil, RefreshCw } from "../icons";
+import { Check, Copy, Pencil, RefreshCw } from "../icons";
 import { Markdown } from "../markdown";
 import { EFFORTS } from "../settings";
+import { SentChip } from "./attachment-chip";
 import type { ProblemAction, Turn, TurnStats } from "./types";
 
 const ACTION_LABELS: Record<ProblemAction, string> = {
@@ -68,6 +69,7 @@ export function TurnView({
   onRegenerate,
   onResend,
   onProblemAction,
+  previewOf = () => null,
 }: {
   turn: Turn;
   busy: boolean;
@@ -76,6 +78,8 @@ export function TurnView({
   onRegenerate: () => void;
   onResend: (text: string) => void;
   onProblemAction: (action: ProblemAction) => void;
+  /** A thumbnail of an attached image this window still holds, by file id. */
+  previewOf?: (fileId: string) => string | null;
 }) {
   const [editing, setEditing] = useState<string | null>(null);
   const streaming = turn.status === "streaming";
@@ -112,13 +116,17 @@ export function TurnView({
         {turn.attachments.length > 0 && (
           <ul className="attachments" aria-label="Attachments">
             {turn.attachments.map((a, i) => (
-              <li key={`${a.name}-${i}`}>
-                <Paperclip size={13} aria-hidden /> {a.name}
+              <li key={`${a.fileId}-${i}`} data-testid="turn-attachment">
+                <SentChip attachment={a} previewUrl={previewOf(a.fileId)} />
               </li>
             ))}
           </ul>
         )}
-        {turn.status === "error" && <p className="turn-note">Not answered; left out of the conversation.</p>}
+        {turn.status === "error" && (
+          <p className="turn-note" data-testid="turn-refused">
+            Not answered; left out of the conversation.
+          </p>
+        )}
         {editing === null && (
           <div className="turn-actions">
             <CopyButton text={turn.content} label="Copy message" />

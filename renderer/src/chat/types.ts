@@ -1,11 +1,40 @@
 // A conversation as the window keeps it.
+import type { FileOut } from "../files-client";
 import type { Effort } from "../settings";
 
+/**
+ * A file sent with a message: what it is and its id on the Files API, never its bytes (saved chats keep
+ * exactly this). The message sends it as `{type: "file", file: {file_id}}`.
+ */
 export interface Attachment {
+  name: string;
+  /** Its media type, as the server detected it from the bytes. */
+  type: string;
+  size: number;
+  fileId: string;
+  /** What the server made of it: the content kind ("text", "image", …) and its token estimate. */
+  kind?: string;
+  tokens?: number;
+  /** The server said it is gone (deleted, or expired after 30 days): shown as such, never sent again. */
+  gone?: boolean;
+}
+
+/** A file in the message box: uploading, stored by the Files API (ready), or refused with the reason why. */
+export interface PendingAttachment {
+  key: number;
   name: string;
   type: string;
   size: number;
-  dataUrl: string;
+  /** An object URL of the picked file for a thumbnail (images Chromium can show), else null. */
+  previewUrl: string | null;
+  /** Upload progress, 0 to 1. */
+  progress: number;
+  /** Set once the Files API stored it: its kind, status ("uploaded" while still being read) and token estimate. */
+  file?: FileOut;
+  /** Why it will not be sent: the window's check or the server's own words. */
+  error?: string;
+  /** Put back from a sent message (Edit): its file is being looked up on the server again. */
+  restoring?: boolean;
 }
 
 /** What the window says went wrong, in plain words, and what fixes it. */

@@ -1,19 +1,23 @@
 // Chat with the local model over the Chat Completions API, exactly as any OpenAI client does. Chats are saved
-// by the window in its own storage (chat-store.ts); the server keeps nothing of them.
+// by the window in its own storage (chat-store.ts); the server keeps nothing of them. Attached files are
+// uploaded to the Files API and sent by id; a file refused (by the window's check or the server) is explained
+// on its chip and never sent.
 import OpenAI from "openai";
 import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../../server/features/console/contract";
-import { ATTACH_ACCEPT, attachRefusal, MAX_ATTACHMENT_BYTES, readAsDataUrl } from "../chat/attachments";
-import { describeChatError, isKeyRefused } from "../chat/chat-errors";
+import { PendingChip, pendingState } from "../chat/attachment-chip";
+import { ATTACH_ACCEPT, ATTACHABLE_WORDS, hasPreview, screenAttachment } from "../chat/attachments";
+import { describeChatError, isKeyRefused, missingFileId } from "../chat/chat-errors";
 import { ChatList } from "../chat/chat-list";
 import { deleteAllChats, deleteChat, listChats, saveChat, titleFor, type SavedChat } from "../chat/chat-store";
 import { SettingsDrawer } from "../chat/settings-drawer";
 import { TurnView } from "../chat/turn-view";
-import type { Attachment, ProblemAction, Turn, TurnStats } from "../chat/types";
+import type { Attachment, PendingAttachment, ProblemAction, Turn, TurnStats } from "../chat/types";
 import { consoleApi, isDownloadRunning } from "../console-client";
+import { FileApiError, getFile, KIND_LABEL, uploadFile, type FileOut } from "../files-client";
 import { FirstRunPanel } from "../first-run";
 import { formatBytes } from "../format";
-import { Paperclip, Send, Settings2, Square, X } from "../icons";
+import { Paperclip, Send, Settings2, Square } from "../icons";
 import { defaultEffort, EFFORTS, useSettings, type Effort } from "../settings";
 
 type Usage = OpenAI.CompletionUsage & { completion_tokens_details?: { reasoning_tokens?: number }; prompt_tokens_details?: { cached_tokens?: number } };
@@ -25,20 +29,41 @@ function newId(): string {
 function toApiMessages(turns: Turn[], systemPrompt: string): OpenAI.Chat.ChatCompletionMessageParam[] {
   const messages: OpenAI.Chat.ChatCompletionMessageParam[] = systemPrompt.trim() ? [{ role: "system", content: systemPrompt.trim() }] : [];
   for (const t of turns) {
+    // A file the server no longer has is left out, or every later message would fail on it.
+    const files = t.attachments.filter((a) => !a.gone);
     // A refused or failed exchange is shown but never sent again: one bad message must not poison the rest.
-    if (t.status === "error" || (t.content === "" && t.attachments.length === 0)) continue;
+    if (t.status === "error" || (t.content === "" && files.length === 0)) continue;
     if (t.role === "assistant") messages.push({ role: "assistant", content: t.content });
-    else if (t.attachments.length === 0) messages.push({ role: "user", content: t.content });
+    else if (files.length === 0) messages.push({ role: "user", content: t.content });
     else
       messages.push({
         role: "user",
         content: [
           ...(t.content ? [{ type: "text" as const, text: t.content }] : []),
-          ...t.attachments.map((a) => ({ type: "file" as const, file: { filename: a.name, file_data: a.dataUrl } })),
+          ...files.map((a) => ({ type: "file" as const, file: { file_id: a.fileId } })),
         ],
       });
   }
   return messages;
+}
+
+/** What a message keeps of a stored file: its metadata and id, never its bytes. */
+function sentAttachment(a: PendingAttachment & { file: FileOut }): Attachment {
+  return { name: a.name, type: a.file.mime_type, size: a.size, fileId: a.file.id, kind: a.file.content_kind, tokens: a.file.status === "processed" ? a.file.token_estimate : undefined };
+}
+
+const GONE_WORDS = "It is no longer on the server (deleted, or expired after 30 days); attach it again.";
+
+/** An upload or lookup error in the chip's words. */
+function uploadProblem(err: unknown): string {
+  if (err instanceof FileApiError && err.status === 0) return "The window could not reach its server; try again in a moment.";
+  return (err as Error).message;
+}
+
+/** Chats saved before attachments went through the Files API hold no file id (and may hold the bytes): never sent. */
+function openedTurn(t: Turn): Turn {
+  const attachments = t.attachments.map((a) => (a.fileId ? a : { name: a.name, type: a.type, size: a.size, fileId: "", gone: true }));
+  return { ...t, attachments, status: t.status === "streaming" ? "stopped" : t.status };
 }
 
 function statsOf(t0: number, firstToken: number | null, firstAnswer: number | null, firstReasoning: number | null, end: number, usage: Usage | null): TurnStats {
@@ -75,7 +100,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
   const [chatId, setChatId] = useState<string | null>(null);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [draft, setDraft] = useState("");
-  const [attachments, setAttachments] = useState<Attachment[]>([]);
+  const [attachments, setAttachments] = useState<PendingAttachment[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
   const [drawerOpen, setDrawerOpen] = useState(false);
@@ -86,6 +111,9 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
   const listRef = useRef<HTMLDivElement>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
   const fileRef = useRef<HTMLInputElement>(null);
+  const nextAttachment = useRef(1);
+  /** Thumbnails of sent images, by file id, while this window holds the picked files (never saved). */
+  const previews = useRef(new Map<string, string>());
   const stickToBottom = useRef(true);
   const chatMeta = useRef<{ createdAt: number; title: string | null }>({ createdAt: Date.now(), title: null });
   const streaming = turns.some((t) => t.status === "streaming");
@@ -133,17 +161,121 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
 
   const update = (id: string, change: (turn: Turn) => Partial<Turn>) => setTurns((all) => all.map((t) => (t.id === id ? { ...t, ...change(t) } : t)));
 
-  async function attach(files: FileList | File[]) {
-    const added: Attachment[] = [];
-    const refused: string[] = [];
-    for (const file of Array.from(files)) {
-      const why = attachRefusal(file);
-      if (why) refused.push(why);
-      else if (file.size > MAX_ATTACHMENT_BYTES) refused.push(`${file.name} is ${formatBytes(file.size)}; attachments are limited to ${formatBytes(MAX_ATTACHMENT_BYTES)}.`);
-      else added.push({ name: file.name, type: file.type || "text/plain", size: file.size, dataUrl: await readAsDataUrl(file) });
+  const changeAttachment = (key: number, patch: Partial<PendingAttachment>) =>
+    setAttachments((all) => all.map((a) => (a.key === key ? { ...a, ...patch } : a)));
+
+  /** Calls the Files API with the window's key; a key revoked elsewhere is replaced once, as for the chat. */
+  async function withKey<T>(call: (apiKey: string) => Promise<T>): Promise<T> {
+    try {
+      return await call(await consoleApi.windowKey());
+    } catch (err) {
+      if (!(err instanceof FileApiError && err.status === 401)) throw err;
+      return call(await consoleApi.windowKey());
     }
-    setNotice(refused.length ? refused.join(" ") : null);
+  }
+
+  /** Reads a stored file again until the server has read it (large media can take longer than the upload's answer). */
+  async function followReading(key: number, file: FileOut) {
+    let current = file;
+    for (let i = 0; current.status === "uploaded" && i < 600 && info; i++) {
+      await new Promise((r) => setTimeout(r, 1500));
+      try {
+        current = await withKey((apiKey) => getFile(info.openaiBaseUrl, apiKey, file.id));
+      } catch {
+        return;
+      }
+      changeAttachment(key, { file: current });
+    }
+  }
+
+  function announceUpload(name: string, outcome: { file?: FileOut; error?: string }) {
+    if (outcome.error) setAnnouncement(`${name} is not attached: ${outcome.error}`);
+    else if (outcome.file?.status === "error") setAnnouncement(`${name} is not attached: ${outcome.file.status_details ?? "the server could not read it"}`);
+    else if (outcome.file) setAnnouncement(`${name} is attached (${KIND_LABEL[outcome.file.content_kind] ?? outcome.file.content_kind}).`);
+  }
+
+  /**
+   * Uploads each file through the Files API; its chip shows the progress, then what the model will get or why
+   * not. A kind the model cannot read is turned away at once; a credential file or one over its kind's limit
+   * is refused on its chip without being uploaded.
+   */
+  async function attach(files: FileList | File[]) {
+    const turnedAway: string[] = [];
+    const uploads: Array<{ file: File; key: number }> = [];
+    const added: PendingAttachment[] = [];
+    for (const file of Array.from(files)) {
+      const check = screenAttachment(file);
+      if (check.verdict === "unreadable") {
+        turnedAway.push(check.reason);
+        continue;
+      }
+      const key = nextAttachment.current++;
+      const type = file.type || "application/octet-stream";
+      const error = check.verdict === "refused" ? check.reason : !info ? "The server is not running yet; attach it again in a moment." : undefined;
+      added.push({ key, name: file.name, type, size: file.size, previewUrl: !error && hasPreview(type) ? URL.createObjectURL(file) : null, progress: 0, error });
+      if (error) announceUpload(file.name, { error });
+      else uploads.push({ file, key });
+    }
+    setNotice(turnedAway.length ? turnedAway.join(" ") : null);
     setAttachments((current) => [...current, ...added]);
+    if (!info || uploads.length === 0) return;
+    await Promise.all(
+      uploads.map(async ({ file, key }) => {
+        try {
+          const stored = await withKey((apiKey) => uploadFile(info.openaiBaseUrl, apiKey, file, (progress) => changeAttachment(key, { progress })));
+          changeAttachment(key, { file: stored, progress: 1 });
+          announceUpload(file.name, { file: stored });
+          if (stored.status === "uploaded") void followReading(key, stored);
+        } catch (err) {
+          changeAttachment(key, { error: uploadProblem(err) });
+          announceUpload(file.name, { error: uploadProblem(err) });
+        }
+      }),
+    );
+  }
+
+  /** Frees a chip's thumbnail, unless a sent message still shows it. */
+  const releasePreview = useCallback((url: string | null) => {
+    if (url && ![...previews.current.values()].includes(url)) URL.revokeObjectURL(url);
+  }, []);
+
+  function removeAttachment(key: number) {
+    releasePreview(attachments.find((a) => a.key === key)?.previewUrl ?? null);
+    setAttachments((all) => all.filter((a) => a.key !== key));
+  }
+
+  /** Puts a sent message's files back in the message box (Edit), checking each is still on the server. */
+  function restoreAttachments(sent: Attachment[]) {
+    const restored = sent.map((a): PendingAttachment => ({
+      key: nextAttachment.current++,
+      name: a.name,
+      type: a.type,
+      size: a.size,
+      previewUrl: a.gone ? null : (previews.current.get(a.fileId) ?? null),
+      progress: 1,
+      ...(a.gone ? { error: GONE_WORDS } : { restoring: true }),
+    }));
+    setAttachments(restored);
+    if (!info) return;
+    restored.forEach((pending, i) => {
+      const a = sent[i]!;
+      if (a.gone) return;
+      withKey((apiKey) => getFile(info.openaiBaseUrl, apiKey, a.fileId)).then(
+        (file) => changeAttachment(pending.key, { file, restoring: false }),
+        (err: unknown) =>
+          changeAttachment(pending.key, {
+            restoring: false,
+            error: err instanceof FileApiError && err.status === 404 ? GONE_WORDS : uploadProblem(err),
+          }),
+      );
+    });
+  }
+
+  /** The server no longer has this file: every message keeps it on its chip, and none sends it again. */
+  function markGone(fileId: string) {
+    setTurns((all) =>
+      all.map((t) => (t.attachments.some((a) => a.fileId === fileId) ? { ...t, attachments: t.attachments.map((a) => (a.fileId === fileId ? { ...a, gone: true } : a)) } : t)),
+    );
   }
 
   /** Streams an answer to `history`, whose last turn is the user's. */
@@ -212,9 +344,12 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         update(reply.id, () => ({ status: "stopped", phase: undefined }));
         setAnnouncement("Stopped.");
       } else {
-        const problem = describeChatError(err, { text: user.content, attachments: user.attachments });
+        const earlier = history.slice(0, -1).flatMap((t) => (t.status === "error" ? [] : t.attachments.filter((a) => !a.gone)));
+        const problem = describeChatError(err, { text: user.content, attachments: user.attachments, earlier });
         // The user's message stays visible, marked as not answered, and is left out of what is sent next.
         setTurns((all) => all.map((t) => (t.id === reply.id ? { ...t, status: "error", phase: undefined, problem } : t.id === user.id ? { ...t, status: "error" } : t)));
+        const gone = missingFileId(err);
+        if (gone) markGone(gone);
         setAnnouncement(`${problem.title} ${problem.detail}`);
       }
     } finally {
@@ -222,11 +357,17 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
     }
   }
 
+  // Files still uploading hold Send back; refused ones are left behind (their chips said why).
+  const uploading = attachments.some((a) => pendingState(a) === "uploading");
+  const ready = attachments.filter((a): a is PendingAttachment & { file: FileOut } => a.file !== undefined && a.file.status !== "error" && !a.error);
+
   function send() {
     const text = draft.trim();
-    if ((!text && attachments.length === 0) || streaming || !info || !modelReady) return;
+    if ((!text && ready.length === 0) || uploading || streaming || !info || !modelReady) return;
     setNotice(null);
-    const user: Turn = { id: newId(), role: "user", content: text, reasoning: "", attachments, status: "done" };
+    for (const a of ready) if (a.previewUrl) previews.current.set(a.file.id, a.previewUrl);
+    for (const a of attachments) releasePreview(a.previewUrl);
+    const user: Turn = { id: newId(), role: "user", content: text, reasoning: "", attachments: ready.map(sentAttachment), status: "done" };
     setDraft("");
     setAttachments([]);
     void answer([...turns, user]);
@@ -240,11 +381,14 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
     setChatId(null);
     chatMeta.current = { createdAt: Date.now(), title: null };
     setDraft("");
-    setAttachments([]);
+    setAttachments((all) => {
+      for (const a of all) releasePreview(a.previewUrl);
+      return [];
+    });
     setNotice(null);
     setListOpen(false);
     setTimeout(() => inputRef.current?.focus(), 0);
-  }, []);
+  }, [releasePreview]);
 
   useEffect(() => {
     if (newChatRequest > 0) newChat();
@@ -267,7 +411,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
     if (streaming) return;
     setChatId(chat.id);
     chatMeta.current = { createdAt: chat.createdAt, title: chat.title };
-    setTurns(chat.turns.map((t) => (t.status === "streaming" ? { ...t, status: "stopped" } : t)));
+    setTurns(chat.turns.map(openedTurn));
     setListOpen(false);
   }
 
@@ -303,7 +447,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         if (!pair) return;
         setTurns(pair.before);
         setDraft(pair.user.content);
-        setAttachments(pair.user.attachments);
+        restoreAttachments(pair.user.attachments);
         setTimeout(() => inputRef.current?.focus(), 0);
         return;
     }
@@ -331,7 +475,9 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         role: t.role,
         content: t.content,
         ...(t.reasoning ? { reasoning: t.reasoning } : {}),
-        ...(t.attachments.length ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size })) } : {}),
+        ...(t.attachments.length
+          ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size, file_id: a.fileId, ...(a.gone ? { gone: true } : {}) })) }
+          : {}),
         ...(t.status !== "done" ? { status: t.status } : {}),
       })),
     };
@@ -439,6 +585,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
               onRegenerate={() => regenerate(turn.id)}
               onResend={(text) => resendEdited(turn.id, text)}
               onProblemAction={(action) => onProblemAction(turn.id, action)}
+              previewOf={(fileId) => previews.current.get(fileId) ?? null}
             />
           ))}
         </div>
@@ -453,12 +600,9 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
         )}
         {attachments.length > 0 && (
           <ul className="attachments pending" data-testid="chat-attachments" aria-label="Attachments to send">
-            {attachments.map((a, i) => (
-              <li key={`${a.name}-${i}`}>
-                <Paperclip size={13} aria-hidden /> {a.name} ({formatBytes(a.size)}){" "}
-                <button className="icon" onClick={() => setAttachments((all) => all.filter((_, j) => j !== i))} aria-label={`Remove ${a.name}`}>
-                  <X size={13} aria-hidden />
-                </button>
+            {attachments.map((a) => (
+              <li key={a.key} data-testid="chat-attachment" data-state={pendingState(a)}>
+                <PendingChip attachment={a} onRemove={() => removeAttachment(a.key)} />
               </li>
             ))}
           </ul>
@@ -501,7 +645,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
                 e.target.value = "";
               }}
             />
-            <button type="button" data-testid="chat-attach-button" onClick={() => fileRef.current?.click()} title="Attach text, code or PDF files">
+            <button type="button" data-testid="chat-attach-button" onClick={() => fileRef.current?.click()} title={`Attach files: ${ATTACHABLE_WORDS}`}>
               <Paperclip size={15} aria-hidden /> Attach
             </button>
             {streaming ? (
@@ -509,7 +653,13 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
                 <Square size={14} aria-hidden /> Stop
               </button>
             ) : (
-              <button type="submit" className="primary" data-testid="chat-send" disabled={blocked !== null || (!draft.trim() && attachments.length === 0)}>
+              <button
+                type="submit"
+                className="primary"
+                data-testid="chat-send"
+                disabled={blocked !== null || uploading || (!draft.trim() && ready.length === 0)}
+                title={uploading ? "Waiting for the attachments to upload" : undefined}
+              >
                 <Send size={14} aria-hidden /> Send
               </button>
             )}
@@ -574,7 +724,7 @@ function EmptyChat({
         <p>
           <strong>{status.model.name ?? status.model.file}</strong> is ready{justDownloaded ? " — the download is complete" : ""}. Ask it anything.
         </p>
-        <p className="muted">Drop text, code or PDF files here to attach them. Ctrl+N starts a new chat; Esc stops an answer.</p>
+        <p className="muted">Drop files here to attach them: {ATTACHABLE_WORDS}. Ctrl+N starts a new chat; Esc stops an answer.</p>
       </div>
     );
   }

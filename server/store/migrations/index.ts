@@ -4,6 +4,7 @@ import { sql as m0001 } from "./0001-initial.js";
 import { sql as m0002 } from "./0002-models.js";
 import { sql as m0003 } from "./0003-accounts-audit.js";
 import { sql as m0005 } from "./0005-batches.js";
+import { sql as m0004 } from "./0004-files.js";
 
 export interface Migration {
   version: number;
@@ -16,4 +17,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 2, name: "models", sql: m0002 },
   { version: 3, name: "accounts-audit", sql: m0003 },
   { version: 5, name: "batches", sql: m0005 },
+  { version: 4, name: "files", sql: m0004 },
 ];

@@ -46,6 +46,6 @@ export async function registerMessagesRoutes(app: FastifyInstance, deps: ServerD
   });
 
   app.post<{ Body: CountTokensRequestBody }>("/v1/messages/count_tokens", { schema: { body: CountTokensRequestSchema } }, async (request) => ({
-    input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body)),
+    input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body), { accountId: request.ctx.principal?.accountId }),
   }));
 }
