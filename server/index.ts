@@ -5,7 +5,10 @@ import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import { detectGpu } from "./engine/llama-engine.js";
+import { FilesService } from "./features/files/files-service.js";
 import { KeysService } from "./features/keys/keys-service.js";
+import { Ingest } from "./ingest/ingest.js";
+import { IngestPool } from "./ingest/ingest-pool.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
@@ -103,9 +106,13 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     throw new StartupError((err as Error).message);
   }
 
-  const pipeline = new InferencePipeline(engineHost);
+  const ingestPool = new IngestPool();
+  const ingest = new Ingest(ingestPool);
+  const files = new FilesService({ store, dataDir: config.dataDir, ingest, log });
+  await files.start();
+  const pipeline = new InferencePipeline(engineHost, { files, ingest });
   const app = await buildApp(
-    { pipeline, keys, engineHost, version: packageVersion() },
+    { pipeline, keys, engineHost, files, version: packageVersion() },
     {
       allowedHosts: isLoopbackHost(config.host) ? "loopback" : "any",
       corsOrigins: config.corsOrigins ?? [],
@@ -116,6 +123,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await models.close();
+    await files.close();
+    await ingestPool.close();
     await engineHost.close();
     store.close();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
@@ -136,6 +145,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       closing ??= (async () => {
         await models.close();
         await app.close();
+        await files.close();
+        await ingestPool.close();
         await engineHost.close();
         store.close();
       })();

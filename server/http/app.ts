@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AppError } from "../core/errors.js";
 import { isLoopbackHost } from "../core/loopback.js";
 import { newId } from "../core/ids.js";
+import { registerFilesRoutes } from "../features/files/routes.js";
 import { registerChatRoutes } from "../surfaces/chat/routes.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
@@ -165,5 +166,6 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   await app.register(async (scope) => registerChatRoutes(scope, deps));
   await app.register(async (scope) => registerResponsesRoutes(scope, deps));
   await app.register(async (scope) => registerMessagesRoutes(scope, deps));
+  await app.register(async (scope) => registerFilesRoutes(scope, deps));
   return app;
 }

@@ -1,5 +1,6 @@
 // What routes need from the rest of the server.
 import type { EngineHost } from "../engine/engine-host.js";
+import type { FilesService } from "../features/files/files-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
 
@@ -7,6 +8,7 @@ export interface ServerDeps {
   pipeline: InferencePipeline;
   keys: KeysService;
   engineHost: EngineHost;
+  files: FilesService;
   version: string;
 }
 

@@ -1,58 +1,48 @@
-// Files → what the model gets. The local model reads text only: PDFs give their text layer, text and code
-// files their content; images, audio and scanned PDFs are refused with a clear message.
-import { extname } from "node:path";
+// Files → what the model gets, for every caller: uploads (the Files API), inline files and images in
+// requests, Messages document and image blocks. Classification happens here, extraction in the ingest
+// worker (see registry.ts for each kind).
 import { AppError, invalidRequest } from "../core/errors.js";
 import type { FileSource } from "../core/inference.js";
-import { extractPdfText } from "./pdf.js";
+import { classify, credentialRefusal, HEAD_BYTES } from "./classify.js";
+import { isCredentialName } from "./credentials.js";
+import { IngestPool, type IngestPriority } from "./ingest-pool.js";
+import { cutText } from "./text.js";
+import { MAX_BYTES_OF_KIND, MAX_TEXT_CHARS, type Classified, type Extracted, type IngestOptions } from "./types.js";
 
-/** Text beyond this is cut (spec: text files and PDF text layers, first 200,000 characters). */
-export const MAX_TEXT_CHARS = 200_000;
-/** PDFs are read up to this many pages. */
-export const MAX_PDF_PAGES = 20;
-
-/** Credential files are never accepted (spec, Files rule 1). */
-const CREDENTIAL_EXTENSIONS = new Set([".env", ".pem", ".p12", ".pfx", ".cer", ".crt"]);
-
-const TEXT_EXTENSIONS = new Set(
-  (
-    ".txt .md .markdown .csv .tsv .json .jsonl .yaml .yml .toml .ini .xml .html .htm .css .js .mjs .cjs .ts .tsx .jsx " +
-    ".py .go .rs .java .kt .c .h .cpp .hpp .cc .cs .rb .php .swift .sh .bash .zsh .sql .r .lua .pl .scala .dart .vue .svelte .log .tex .rst"
-  ).split(" "),
-);
-
-export type ContentKind = "text" | "pdf";
-
-export interface IngestedText {
-  kind: ContentKind;
-  text: string;
-  truncated: boolean;
-  mediaType: string;
-  pages?: number;
-}
+export { MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./types.js";
+export type { Classified, ContentKind, Extracted } from "./types.js";
 
 export interface IngestInput {
   source: FileSource;
   filename?: string;
   /** Where the part sits in the request, for error messages. */
   param: string;
+  /** An image part (image_url, input_image, Messages image block) must hold an image. */
+  expect?: "image";
 }
 
 export function isCredentialFile(filename: string | undefined): boolean {
-  if (!filename) return false;
-  const lower = filename.toLowerCase();
-  return CREDENTIAL_EXTENSIONS.has(extname(lower)) || lower === ".env" || lower.endsWith("/.env");
+  return isCredentialName(filename);
 }
 
-function isTextType(mediaType: string, filename: string | undefined): boolean {
-  const type = mediaType.toLowerCase().split(";")[0]!.trim();
-  if (type.startsWith("text/")) return true;
-  if (["application/json", "application/xml", "application/x-yaml", "application/yaml", "application/javascript", "application/x-sh", "application/sql"].includes(type))
-    return true;
-  return filename !== undefined && TEXT_EXTENSIONS.has(extname(filename.toLowerCase()));
+/** Extraction time limits: requests wait for their answer, uploads read in the background. */
+const TIMEOUT_MS: Record<IngestPriority, number> = { request: 120_000, upload: 15 * 60_000 };
+
+function humanBytes(bytes: number): string {
+  return `${Math.round(bytes / 1024 / 1024)} MB`;
 }
 
-function cut(text: string): { text: string; truncated: boolean } {
-  return text.length > MAX_TEXT_CHARS ? { text: text.slice(0, MAX_TEXT_CHARS), truncated: true } : { text, truncated: false };
+export function sizeLimitError(classified: Classified, size: number): AppError | null {
+  const max = MAX_BYTES_OF_KIND[classified.kind];
+  if (size <= max) return null;
+  return new AppError("payload_too_large", `${classified.kind === "pdf" ? "PDF" : classified.kind} files may be at most ${humanBytes(max)}; this one is ${(size / 1024 / 1024).toFixed(1)} MB.`, {
+    code: "file_too_large",
+  });
+}
+
+function withParam(err: unknown, param: string): unknown {
+  if (!(err instanceof AppError) || err.param) return err;
+  return new AppError(err.kind, err.message, { code: err.code, param, retryAfter: err.retryAfter, details: err.details, cause: err.cause });
 }
 
 function decodeBase64(data: string, param: string): Buffer {
@@ -61,48 +51,67 @@ function decodeBase64(data: string, param: string): Buffer {
   return Buffer.from(clean, "base64");
 }
 
-export async function ingestInline({ source, filename, param }: IngestInput): Promise<IngestedText> {
-  if (isCredentialFile(filename))
-    throw new AppError("unprocessable", `Credential files (${filename}) are not accepted.`, { param, code: "file_type_rejected" });
-  switch (source.kind) {
-    case "text":
-      return { kind: "text", mediaType: source.mediaType, ...cut(source.text) };
-    case "url":
-      throw invalidRequest(
-        "Documents given by URL are not fetched: this server works offline. Send the content inline (base64 or text) instead.",
-        param,
-        "url_not_fetched",
-      );
-    case "file_id":
-      throw invalidRequest(`File references (${source.fileId}) need the Files API, which this server does not offer yet.`, param, "unsupported_content");
-    case "base64": {
-      const bytes = decodeBase64(source.data, param);
-      const mediaType = source.mediaType.toLowerCase();
-      if (mediaType === "application/pdf") {
-        let pdf;
-        try {
-          pdf = await extractPdfText(new Uint8Array(bytes), MAX_PDF_PAGES);
-        } catch (err) {
-          throw invalidRequest(`The PDF could not be read: ${(err as Error).message}`, param, "invalid_pdf");
-        }
-        if (pdf.text.trim() === "")
+export class Ingest {
+  constructor(
+    private readonly pool: IngestPool,
+    private readonly options: () => IngestOptions = () => ({}),
+  ) {}
+
+  /** Classifies a file from its first bytes; throws 422 for credential files and 400 for unsupported types. */
+  classify(head: Uint8Array, filename: string | undefined, complete: boolean, declaredType?: string): Promise<Classified> {
+    return classify(head.subarray(0, HEAD_BYTES), filename, complete, declaredType);
+  }
+
+  /** Extracts an uploaded file (on disk). */
+  extractFile(path: string, classified: Classified, filename: string): Promise<Extracted> {
+    return this.pool.run({ path, filename, ...classified }, this.options(), { priority: "upload", timeoutMs: TIMEOUT_MS.upload });
+  }
+
+  /** A file or image part of a request (nothing is stored). */
+  async inline({ source, filename, param, expect }: IngestInput): Promise<Extracted> {
+    try {
+      if (isCredentialName(filename)) throw credentialRefusal(filename, `${filename} has a credential file's name`);
+      switch (source.kind) {
+        case "text":
+          return { kind: "text", mediaType: source.mediaType, method: "text", ...cutText(source.text) };
+        case "url":
           throw invalidRequest(
-            "This PDF has no text layer (a scan?). Reading page images needs a vision model, which the local model is not.",
+            "Files and images given by URL are not fetched: this server works offline. Send the content inline (base64 or a data: URL) or upload it to /v1/files.",
             param,
-            "unsupported_content",
+            "url_not_fetched",
           );
-        return { kind: "pdf", mediaType, pages: pdf.pages, ...cut(pdf.text) };
+        case "file_id":
+          throw new AppError("internal", "File references are resolved before ingestion.");
+        case "base64": {
+          const bytes = decodeBase64(source.data, param);
+          if (bytes.length === 0) throw invalidRequest("The file is empty.", param, "empty_file");
+          const classified = await this.classify(bytes, filename, true, source.mediaType);
+          if (expect === "image" && classified.kind !== "image")
+            throw invalidRequest(`An image part must hold an image; this one holds ${classified.mediaType}. Send other files as file parts.`, param, "invalid_image");
+          const tooLarge = sizeLimitError(classified, bytes.length);
+          if (tooLarge) throw tooLarge;
+          return await this.pool.run({ bytes, filename, ...classified }, this.options(), { priority: "request", timeoutMs: TIMEOUT_MS.request });
+        }
       }
-      if (isTextType(mediaType, filename)) return { kind: "text", mediaType, ...cut(new TextDecoder("utf-8").decode(bytes)) };
-      if (mediaType.startsWith("image/")) throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
-      throw invalidRequest(`Files of type ${source.mediaType} are not supported inline; send text, code or PDF.`, param, "unsupported_content");
+    } catch (err) {
+      throw withParam(err, param);
     }
   }
 }
 
-/** How a file's text is shown to the model. */
-export function formatFileText(ingested: IngestedText, filename: string | undefined): string {
-  const name = filename ?? (ingested.kind === "pdf" ? "document.pdf" : "document");
-  const note = ingested.truncated ? `\n[The rest of ${name} was cut at ${MAX_TEXT_CHARS} characters.]` : "";
-  return `<file name="${name.replace(/"/g, "'")}" type="${ingested.mediaType}">\n${ingested.text}${note}\n</file>`;
+/** How a file's content is shown to the model. */
+export function formatFileText(ingested: Extracted, filename: string | undefined): string {
+  const name = filename ?? (ingested.kind === "pdf" ? "document.pdf" : ingested.kind === "image" ? "image" : "document");
+  const notes: string[] = [];
+  if (ingested.truncated) notes.push(`[The rest of ${name} was cut at ${MAX_TEXT_CHARS} characters.]`);
+  if (ingested.method === "empty") notes.push("[This file has no readable content: it was saved without a preview.]");
+  const body = [ingested.text, ...notes].filter((s) => s !== "").join("\n");
+  return `<file name="${name.replace(/"/g, "'")}" type="${ingested.mediaType}">\n${body}\n</file>`;
+}
+
+let shared: Ingest | null = null;
+/** One ingest worker for callers that were given none (tests, tools). */
+export function sharedIngest(): Ingest {
+  shared ??= new Ingest(new IngestPool());
+  return shared;
 }

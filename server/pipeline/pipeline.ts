@@ -14,7 +14,7 @@ import type {
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import type { CacheBreakpoint, EngineOutcome, EngineRequest } from "../engine/types.js";
-import { formatFileText, ingestInline } from "../ingest/ingest.js";
+import { formatFileText, sharedIngest, type Extracted, type Ingest } from "../ingest/ingest.js";
 import { assessComplexity } from "./complexity.js";
 import { estimateTokens } from "./token-estimate.js";
 
@@ -30,16 +30,39 @@ const STRICT_REFUSAL_INSTRUCTION =
   "Refusal policy (strict): if a request is unsafe, asks for something you cannot do reliably, or you are not " +
   "sure of the answer, refuse briefly and say why instead of guessing.";
 
+/** Uploaded files by id, for the caller's account (the Files feature implements it). */
+export interface FileResolver {
+  /** The extracted content of the caller's file; throws 404 naming the id for a missing or foreign file. */
+  contentOf(fileId: string, accountId: string | undefined, param: string): Promise<{ extracted: Extracted; filename: string }>;
+}
+
+export interface PipelineOptions {
+  files?: FileResolver;
+  ingest?: Ingest;
+}
+
+/** Who is asking: uploaded files are resolved within the caller's account. */
+export interface CallerContext {
+  accountId?: string;
+}
+
 export class InferencePipeline {
-  constructor(private readonly host: EngineHost) {}
+  private readonly content: ContentResolver;
+
+  constructor(
+    private readonly host: EngineHost,
+    options: PipelineOptions = {},
+  ) {
+    this.content = { ingest: options.ingest ?? sharedIngest(), files: options.files };
+  }
 
   /**
    * Starts a run and waits for its first event, so that errors before generation (no model, prompt too
    * long, bad schema) reach the caller as exceptions, before any response byte is sent.
    */
-  async open(request: InferenceRequest, signal: AbortSignal): Promise<InferenceStream> {
+  async open(request: InferenceRequest, signal: AbortSignal, caller: CallerContext = {}): Promise<InferenceStream> {
     const engine = this.host.engine();
-    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages) });
+    const engineRequest = toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller) });
     const events = engine.generate(engineRequest, signal);
     const first = await events.next();
     if (first.done || first.value.type !== "start") {
@@ -62,20 +85,20 @@ export class InferencePipeline {
   }
 
   /** Runs to the end and returns the result (non-streaming callers). */
-  async complete(request: InferenceRequest, signal: AbortSignal): Promise<InferenceResult> {
-    const stream = await this.open(request, signal);
+  async complete(request: InferenceRequest, signal: AbortSignal, caller: CallerContext = {}): Promise<InferenceResult> {
+    const stream = await this.open(request, signal, caller);
     for await (const event of stream) if (event.type === "done") return event.result;
     throw new AppError("internal", "The generation ended without a result.");
   }
 
-  async countPromptTokens(request: InferenceRequest): Promise<number> {
+  async countPromptTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
     const engine = this.host.engine();
-    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages) }));
+    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller) }));
   }
 
   /** count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed. */
-  async estimateInputTokens(request: InferenceRequest): Promise<number> {
-    return estimateTokens(await resolveContent(request.messages), request.tools);
+  async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
+    return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
   }
 }
 
@@ -125,8 +148,17 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
   };
 }
 
-/** File parts become model-ready text here (shared by every surface); images are refused: the model reads text. */
-export async function resolveContent(messages: CanonicalMessage[]): Promise<CanonicalMessage[]> {
+export interface ContentResolver {
+  ingest: Ingest;
+  files?: FileResolver;
+}
+
+/**
+ * File and image parts become model-ready text here (shared by every surface): uploaded files by id from
+ * the caller's account, inline ones through the ingest worker. The model reads text, so an image becomes
+ * what the vision path can honestly say about it (see server/ingest).
+ */
+export async function resolveContent(messages: CanonicalMessage[], resolver: ContentResolver, caller: CallerContext = {}): Promise<CanonicalMessage[]> {
   const out: CanonicalMessage[] = [];
   for (const [i, message] of messages.entries()) {
     if (!message.content.some((p) => p.type !== "text")) {
@@ -140,10 +172,20 @@ export async function resolveContent(messages: CanonicalMessage[]): Promise<Cano
         continue;
       }
       const param = part.param ?? `messages[${i}].content[${j}]`;
-      if (part.type === "image")
-        throw invalidRequest("Image input is not supported by the local model.", param, "unsupported_content");
-      const ingested = await ingestInline({ source: part.source, filename: part.filename, param });
-      content.push({ type: "text", text: formatFileText(ingested, part.filename ?? part.title), cacheBreakpoint: part.cacheBreakpoint });
+      const filename = part.type === "file" ? (part.filename ?? part.title) : undefined;
+      let text: string;
+      if (part.source.kind === "file_id") {
+        if (!resolver.files)
+          throw new AppError("not_found", `No file with id '${part.source.fileId}': this server has no Files API configured.`, { param, code: "file_not_found" });
+        const { extracted, filename: stored } = await resolver.files.contentOf(part.source.fileId, caller.accountId, param);
+        if (part.type === "image" && extracted.kind !== "image")
+          throw invalidRequest(`The file '${part.source.fileId}' is not an image (${extracted.mediaType}); send it as a file part.`, param, "invalid_image");
+        text = formatFileText(extracted, filename ?? stored);
+      } else {
+        const extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
+        text = formatFileText(extracted, filename);
+      }
+      content.push({ type: "text", text, cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);
   }

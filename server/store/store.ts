@@ -1,5 +1,6 @@
 // The store: one database, a repository per aggregate.
 import { AccountRepository } from "./accounts-repository.js";
+import { FileRepository } from "./files-repository.js";
 import { openDatabase, type DatabaseOptions, type Db } from "./database.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { KeyRepository } from "./keys-repository.js";
@@ -11,12 +12,14 @@ export class Store {
   readonly keys: KeyRepository;
   readonly settings: SettingsRepository;
   readonly modelFiles: ModelFileRepository;
+  readonly files: FileRepository;
 
   private constructor(readonly db: Db) {
     this.accounts = new AccountRepository(db);
     this.keys = new KeyRepository(db);
     this.settings = new SettingsRepository(db);
     this.modelFiles = new ModelFileRepository(db);
+    this.files = new FileRepository(db);
   }
 
   static open(dataDir: string, options: DatabaseOptions = {}): Store {

@@ -209,11 +209,10 @@ describe("parameter validation", () => {
     }
   });
 
-  it("file_id blocks are refused with a clear 400 until the Files API exists", async () => {
+  it("a file_id that is not the caller's file is a 404 naming it", async () => {
     const res = await post({ messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-abc" } }] }] });
-    expect(res.statusCode).toBe(400);
-    expect(res.json().error).toMatchObject({ param: "messages[0].content[0]", code: "unsupported_content" });
-    expect(res.json().error.message).toContain("Files API");
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error).toMatchObject({ param: "messages[0].content[0].file.file_id", code: "file_not_found", message: "No such file: 'file-abc'." });
   });
 
   it("inline file_data is read: a PDF's text and a text file reach the model", async () => {
@@ -251,7 +250,7 @@ describe("parameter validation", () => {
     expect(secret.statusCode).toBe(422);
     const image = await post({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }] });
     expect(image.statusCode).toBe(400);
-    expect(image.json().error.code).toBe("unsupported_content");
+    expect(image.json().error).toMatchObject({ code: "url_not_fetched", param: "messages[0].content[0].image_url" });
   });
 });
 

@@ -248,14 +248,14 @@ describe("validation", () => {
     expect(res.json().error.type).toBe("request_too_large");
   });
 
-  it("image blocks are refused with a clear 400 naming the block, wherever they are", async () => {
+  it("an image that cannot be decoded is a clear 400 naming the block, wherever it is", async () => {
     const image = { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } };
     const direct = await post({ ...hello, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, image] }] });
     expect(direct.statusCode).toBe(400);
     expect(direct.json().error).toMatchObject({
       type: "invalid_request_error",
-      message: expect.stringMatching(/^messages\[0\]\.content\[1\]: Image input is not supported/),
-      details: { error_code: "unsupported_content", param: "messages[0].content[1]" },
+      message: expect.stringMatching(/^messages\[0\]\.content\[1\]: The image could not be decoded/),
+      details: { error_code: "invalid_image", param: "messages[0].content[1]" },
     });
     const nested = await post({
       ...hello,
@@ -270,14 +270,14 @@ describe("validation", () => {
     expect(nested.json().error.details.param).toBe("messages[2].content[0].content[1]");
   });
 
-  it("documents by URL are not fetched; file ids wait for the Files API", async () => {
+  it("documents by URL are not fetched; an unknown file id is a 404 naming it", async () => {
     const url = await post({ ...hello, messages: [{ role: "user", content: [{ type: "document", source: { type: "url", url: "https://example.com/a.pdf" } }] }] });
     expect(url.statusCode).toBe(400);
     expect(url.json().error.message).toContain("not fetched");
     expect(url.json().error.details).toEqual({ error_code: "url_not_fetched", param: "messages[0].content[0]" });
     const file = await post({ ...hello, messages: [{ role: "user", content: [{ type: "document", source: { type: "file", file_id: "file-1" } }] }] });
-    expect(file.statusCode).toBe(400);
-    expect(file.json().error.details.error_code).toBe("unsupported_content");
+    expect(file.statusCode).toBe(404);
+    expect(file.json().error).toMatchObject({ type: "not_found_error", details: { error_code: "file_not_found", param: "messages[0].content[0]" } });
   });
 
   it("a broken PDF is a 400 invalid_pdf, never a 500", async () => {

@@ -250,9 +250,10 @@ describe("mapping to the engine", () => {
     const cases: Array<[Record<string, unknown>, number, string]> = [
       [{ type: "input_file", filename: "x.pdf", file_data: `data:application/pdf;base64,${Buffer.from("nope").toString("base64")}` }, 400, "invalid_pdf"],
       [{ type: "input_file", file_url: "https://example.com/a.pdf" }, 400, "url_not_fetched"],
-      [{ type: "input_file", file_id: "file-abc" }, 400, "unsupported_content"],
+      [{ type: "input_file", file_id: "file-abc" }, 404, "file_not_found"],
       [{ type: "input_file", filename: "server.pem", file_data: Buffer.from("KEY").toString("base64") }, 422, "file_type_rejected"],
-      [{ type: "input_image", detail: "auto", image_url: "https://example.com/cat.png" }, 400, "unsupported_content"],
+      [{ type: "input_image", detail: "auto", image_url: "https://example.com/cat.png" }, 400, "url_not_fetched"],
+      [{ type: "input_image", detail: "auto", image_url: "data:image/png;base64,iVBORw0KGgo=" }, 400, "invalid_image"],
     ];
     for (const [part, status, code] of cases) {
       const bad = await file(part);

@@ -296,7 +296,7 @@ describe.each(sdks)("$label", (sdk) => {
       expect(prompt(withPdf)).toBe(prompt(withText));
     });
 
-    it("a URL document is refused (never fetched), an image with a clear 400", async () => {
+    it("a URL document is refused (never fetched), an undecodable image with a clear 400", async () => {
       const url = await client.messages
         .create(params({ messages: user([{ type: "document", source: { type: "url", url: "http://127.0.0.1:9/x.pdf" } }]) }))
         .catch((e: unknown) => e);
@@ -307,7 +307,7 @@ describe.each(sdks)("$label", (sdk) => {
         .catch((e: unknown) => e);
       expect(image).toBeInstanceOf(sdk.BadRequestError);
       expect((image as Error).message).toContain("messages[0].content[0]");
-      expect((image as Error).message).toContain("Image input is not supported");
+      expect((image as Error).message).toContain("The image could not be decoded");
     });
   });
 

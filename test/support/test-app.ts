@@ -3,7 +3,9 @@ import { rmSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { EngineHost } from "../../server/engine/engine-host.js";
 import type { Engine } from "../../server/engine/types.js";
+import { FilesService } from "../../server/features/files/files-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
+import { sharedIngest } from "../../server/ingest/ingest.js";
 import { buildApp } from "../../server/http/app.js";
 import { InferencePipeline } from "../../server/pipeline/pipeline.js";
 import { Store } from "../../server/store/store.js";
@@ -23,7 +25,9 @@ export async function buildTestApp(engine: Engine | EngineHost | null): Promise<
   const store = Store.open(dataDir);
   const keys = new KeysService(store);
   const host = engine instanceof EngineHost ? engine : EngineHost.of(engine);
-  const app = await buildApp({ pipeline: new InferencePipeline(host), keys, engineHost: host, version: "test" });
+  const files = new FilesService({ store, dataDir, ingest: sharedIngest() });
+  await files.start();
+  const app = await buildApp({ pipeline: new InferencePipeline(host, { files }), keys, engineHost: host, files, version: "test" });
   const key = keys.create().key;
   return {
     app,
@@ -32,6 +36,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null): Promise<
     key,
     async close() {
       await app.close();
+      await files.close();
       store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -98,7 +98,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
       case "file": {
         const file = part.file;
         if (!isObj(file)) throw invalidRequest("A file part needs a 'file' object.", `${at}.file`);
-        if (typeof file.file_id === "string") return { type: "file", source: { kind: "file_id", fileId: file.file_id } };
+        if (typeof file.file_id === "string") return { type: "file", source: { kind: "file_id", fileId: file.file_id }, param: `${at}.file.file_id` };
         if (typeof file.file_data === "string") {
           const source = sourceOfDataUrl(file.file_data);
           if (!source) throw invalidRequest("file_data must be a data URL: data:<media_type>;base64,<data>.", `${at}.file.file_data`);
@@ -106,6 +106,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
             type: "file",
             source,
             filename: typeof file.filename === "string" ? file.filename : undefined,
+            param: `${at}.file`,
           };
         }
         throw invalidRequest("A file part needs file.file_id, or file.filename with file.file_data.", `${at}.file`);
@@ -114,7 +115,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
         const image = part.image_url;
         const url = isObj(image) ? image.url : undefined;
         if (typeof url !== "string") throw invalidRequest("An image_url part needs image_url.url.", `${at}.image_url.url`);
-        return { type: "image", source: sourceOfDataUrl(url) ?? { kind: "url", url } };
+        return { type: "image", source: sourceOfDataUrl(url) ?? { kind: "url", url }, param: `${at}.image_url` };
       }
       case "input_audio":
         throw invalidRequest("Audio input parts are not supported; upload audio through the Files API.", `${at}.type`, "unsupported_content");

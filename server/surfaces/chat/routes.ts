@@ -25,7 +25,7 @@ export async function registerChatRoutes(app: FastifyInstance, deps: ServerDeps)
       const envelope = { id: newId("chatcmpl-"), created: nowSeconds(), sessionId: decoded.sessionId };
       const disconnect = abortOnDisconnect(reply);
       try {
-        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal);
+        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal, { accountId: request.principal?.accountId });
         if (decoded.stream) return await sendEventStream(reply, stream, new ChatStreamEncoder(envelope));
         for await (const event of stream) if (event.type === "done") return encodeChatCompletion(event.result, envelope);
         throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });

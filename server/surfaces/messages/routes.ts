@@ -46,7 +46,7 @@ export async function registerMessagesRoutes(app: FastifyInstance, deps: ServerD
       const envelope = { id: newId("msg_"), model: decoded.model, thinkingDisplay: decoded.thinkingDisplay };
       const disconnect = abortOnDisconnect(reply);
       try {
-        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal);
+        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal, { accountId: request.principal?.accountId });
         if (decoded.stream) return await sendEventStream(reply, stream, new MessagesStreamEncoder(envelope, request.id));
         for await (const event of stream) if (event.type === "done") return encodeMessagesResponse(event.result, envelope);
         throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
@@ -59,6 +59,6 @@ export async function registerMessagesRoutes(app: FastifyInstance, deps: ServerD
   app.post<{ Body: CountTokensRequestBody }>(
     "/v1/messages/count_tokens",
     { schema: { body: CountTokensRequestSchema }, onRequest: authenticate },
-    async (request) => ({ input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body)) }),
+    async (request) => ({ input_tokens: await deps.pipeline.estimateInputTokens(decodeCountTokensRequest(request.body), { accountId: request.principal?.accountId }) }),
   );
 }

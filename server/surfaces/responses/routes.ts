@@ -30,7 +30,7 @@ export async function registerResponsesRoutes(app: FastifyInstance, deps: Server
       };
       const disconnect = abortOnDisconnect(reply);
       try {
-        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal);
+        const stream = await deps.pipeline.open(decoded.inference, disconnect.signal, { accountId: request.principal?.accountId });
         if (decoded.stream) return await sendEventStream(reply, stream, new ResponsesStreamEncoder(envelope));
         for await (const event of stream) if (event.type === "done") return encodeResponse(event.result, envelope);
         throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });

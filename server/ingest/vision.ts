@@ -1,0 +1,81 @@
+// The "vision path": the local model reads text only, so an image becomes what can honestly be said about
+// it: its facts (format, size, EXIF date and place) and the text OCR reads in it. When nothing legible is
+// found, the content says so and nothing is made up (spec, Files rule 5).
+import sharp from "sharp";
+import { AppError } from "../core/errors.js";
+import { recognizeText } from "./ocr.js";
+
+/** Images are read at most this large (longer side, pixels); larger ones are scaled down first. */
+const MAX_OCR_SIDE = 3000;
+
+export interface ImageFacts {
+  format: string;
+  width: number;
+  height: number;
+  frames?: number;
+  taken?: string;
+  place?: string;
+  camera?: string;
+}
+
+export const NOTHING_LEGIBLE = "No legible text was found in this image; its content cannot be described further.";
+
+/** Format, size and EXIF (date taken, GPS place, camera) where present. */
+export async function imageFacts(bytes: Buffer, format: string): Promise<ImageFacts> {
+  const meta = await sharp(bytes, { animated: true, limitInputPixels: 268_402_689 }).metadata();
+  const facts: ImageFacts = { format, width: meta.width ?? 0, height: meta.pageHeight ?? meta.height ?? 0 };
+  if ((meta.pages ?? 1) > 1) facts.frames = meta.pages;
+  Object.assign(facts, await exifFacts(bytes));
+  return facts;
+}
+
+export async function exifFacts(bytes: Buffer): Promise<Partial<ImageFacts>> {
+  const exifr = (await import("exifr")).default;
+  let exif: Record<string, unknown> | undefined;
+  try {
+    exif = await exifr.parse(bytes, { gps: true, tiff: true, exif: true, reviveValues: false, pick: ["DateTimeOriginal", "CreateDate", "Make", "Model", "latitude", "longitude", "GPSLatitude", "GPSLongitude"] });
+  } catch {
+    return {};
+  }
+  if (!exif) return {};
+  const out: Partial<ImageFacts> = {};
+  // EXIF dates carry no time zone: shown as written ("2024:05:01 10:20:30" → "2024-05-01 10:20:30").
+  const taken = exif.DateTimeOriginal ?? exif.CreateDate;
+  if (typeof taken === "string" && /^\d{4}:\d{2}:\d{2}/.test(taken)) out.taken = taken.replace(/^(\d{4}):(\d{2}):(\d{2})/, "$1-$2-$3").trim();
+  if (typeof exif.latitude === "number" && typeof exif.longitude === "number")
+    out.place = `latitude ${exif.latitude.toFixed(5)}, longitude ${exif.longitude.toFixed(5)}`;
+  const camera = [exif.Make, exif.Model].filter((v) => typeof v === "string" && v.trim()).join(" ");
+  if (camera) out.camera = camera;
+  return out;
+}
+
+export function describeFacts(facts: ImageFacts): string {
+  const parts = [`${facts.format.toUpperCase()} image, ${facts.width}×${facts.height} pixels`];
+  if (facts.frames) parts.push(`${facts.frames} frames (the first is read)`);
+  if (facts.taken) parts.push(`taken ${facts.taken}`);
+  if (facts.place) parts.push(`at ${facts.place}`);
+  if (facts.camera) parts.push(`camera: ${facts.camera}`);
+  return parts.join("; ") + ".";
+}
+
+/** Any image sharp decodes → a grey PNG of reasonable size for OCR (first frame, transparency on white). */
+export async function prepareForOcr(input: Buffer | { raw: { width: number; height: number; channels: 4 }; data: Buffer }): Promise<Buffer> {
+  const image = "raw" in input ? sharp(input.data, { raw: input.raw }) : sharp(input, { limitInputPixels: 268_402_689 });
+  try {
+    return await image
+      .rotate()
+      .flatten({ background: "#ffffff" })
+      .resize({ width: MAX_OCR_SIDE, height: MAX_OCR_SIDE, fit: "inside", withoutEnlargement: true })
+      .greyscale()
+      .png({ compressionLevel: 1 })
+      .toBuffer();
+  } catch (err) {
+    throw new AppError("invalid_request", `The image could not be decoded: ${(err as Error).message}`, { code: "invalid_image" });
+  }
+}
+
+/** What the model is told the OCR found in one image (or page, or frame). */
+export async function readTextIn(png: Buffer): Promise<string> {
+  const { lines } = await recognizeText(png);
+  return lines.length ? `Text read in it (OCR):\n${lines.join("\n")}` : NOTHING_LEGIBLE;
+}
