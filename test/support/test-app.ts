@@ -15,6 +15,7 @@ export interface TestApp {
   app: FastifyInstance;
   store: Store;
   keys: KeysService;
+  files: FilesService;
   key: string;
   close(): Promise<void>;
 }
@@ -33,6 +34,7 @@ export async function buildTestApp(engine: Engine | EngineHost | null): Promise<
     app,
     store,
     keys,
+    files,
     key,
     async close() {
       await app.close();
