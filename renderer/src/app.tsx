@@ -5,6 +5,7 @@ import type { FirstRunView, ServerInfo, StatusView } from "../../server/features
 import { FirstRunPanel } from "./first-run";
 import { consoleApi, isDownloadRunning } from "./console-client";
 import { ChatPage } from "./pages/chat-page";
+import { FilesPage } from "./pages/files-page";
 import { KeysPage } from "./pages/keys-page";
 import { ModelsPage } from "./pages/models-page";
 import { PendingPage } from "./pages/pending-page";
@@ -24,11 +25,6 @@ type PageId = (typeof PAGES)[number]["id"];
 
 /** Pages whose APIs are still to come: what each will do, and what it waits for. */
 const PENDING = {
-  files: {
-    title: "Files",
-    purpose: "Upload files by dropping them here, see what the model gets from each (content kind, token estimate) and delete them.",
-    waitsFor: "the Files API (/v1/files)",
-  },
   batches: {
     title: "Batches",
     purpose: "Create a message batch from a JSONL file or from the chat, watch it run to the end and download the results.",
@@ -110,6 +106,7 @@ export function App() {
           <ChatPage info={info} />
         </div>
         {page in PENDING && <PendingPage id={page} {...PENDING[page as keyof typeof PENDING]} />}
+        {page === "files" && <FilesPage info={info} />}
         {page === "keys" && <KeysPage />}
         {page === "models" && <ModelsPage />}
         {page === "server" && <ServerPage info={info} onInfo={setInfo} />}

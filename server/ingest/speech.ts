@@ -1,15 +1,15 @@
-// Transcripts from a whisper.cpp speech model. Without a model there is no transcript, and the content says
-// so: a transcript is never guessed.
+// Transcripts. No speech recognizer ships with the server yet (see docs/api.md, "Files"): audio and video
+// get their facts, keyframes and this honest note, never a made-up transcript.
 export interface Transcript {
   text: string;
 }
 
 export const NO_SPEECH_MODEL =
-  "No transcript is available: no speech model is installed (`svc models pull --speech` adds one). Nothing was said about what the audio contains.";
+  "No transcript is available: this server has no speech recognition model, so what is said in it is unknown.";
 
-/** Transcribes 16 kHz mono samples with the speech model at `modelPath`; null when there is no model. */
+/** Transcribes 16 kHz mono samples; null while no speech recognizer is available. */
 export async function transcribe(samples: Float32Array, modelPath: string | null | undefined): Promise<Transcript | null> {
   void samples;
-  if (!modelPath) return null;
+  void modelPath;
   return null;
 }

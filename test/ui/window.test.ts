@@ -135,7 +135,7 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       expect(await ui.page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     });
 
-    it("attaches a dropped file and sends it with the message", async () => {
+    it("uploads a dropped file through the Files API, shows its chip, and sends it by id", async () => {
       await ui.page.getByTestId("chat-clear").click();
       await ui.page.getByTestId("chat-mode").selectOption("fast");
       const dataTransfer = await ui.page.evaluateHandle(() => {
@@ -144,22 +144,24 @@ describe.skipIf(skip !== null)("the desktop window", () => {
         return dt;
       });
       await ui.page.getByTestId("chat-page").dispatchEvent("drop", { dataTransfer });
-      await expect.poll(() => ui.page.getByTestId("chat-attachments").textContent()).toContain("notes.txt");
+      const chip = ui.page.getByTestId("chat-attachment");
+      await expect.poll(() => chip.getAttribute("data-state")).toBe("ready");
+      expect(await chip.textContent()).toMatch(/notes\.txt.*Text · ≈ \d+ tokens/);
+      const stored = ui.server.store.db.prepare("SELECT id, filename FROM files").all() as Array<{ id: string; filename: string }>;
+      expect(stored.map((f) => f.filename)).toContain("notes.txt");
       await ask("What is in the file?");
       const answer = await lastAnswerSettled();
       expect(await answer.getAttribute("data-status")).toBe("done");
       const content = (chatBodies().at(-1)!.messages as Array<{ content: unknown }>)[0]!.content as Array<Record<string, unknown>>;
       expect(content[0]).toEqual({ type: "text", text: "What is in the file?" });
-      expect(content[1]).toMatchObject({ type: "file", file: { filename: "notes.txt" } });
-      const data = (content[1]!.file as { file_data: string }).file_data;
-      expect(Buffer.from(data.split(",")[1]!, "base64").toString()).toBe("The launch code is 4711.");
+      expect(content[1]).toEqual({ type: "file", file: { file_id: stored.find((f) => f.filename === "notes.txt")!.id } });
     });
 
     it("exports the conversation as JSON", async () => {
       const [download] = await Promise.all([ui.page.waitForEvent("download"), ui.page.getByTestId("chat-export").click()]);
       expect(download.suggestedFilename()).toMatch(/^svc-chat-.*\.json$/);
       const saved = JSON.parse(readFileSync((await download.path())!, "utf8")) as { messages: Array<Record<string, unknown>> };
-      expect(saved.messages[0]).toMatchObject({ role: "user", content: "What is in the file?", attachments: [{ name: "notes.txt", type: "text/plain" }] });
+      expect(saved.messages[0]).toMatchObject({ role: "user", content: "What is in the file?", attachments: [{ name: "notes.txt", type: "text/plain", file_id: expect.stringMatching(/^file-/) }] });
       expect(saved.messages[1]).toMatchObject({ role: "assistant" });
       expect(String(saved.messages[1]!.content).length).toBeGreaterThan(0);
     });
@@ -278,8 +280,8 @@ describe.skipIf(skip !== null)("the desktop window", () => {
     });
   });
 
-  it("has a place for files, batches and audit, and a screenshot of each page", async () => {
-    for (const name of ["files", "batches", "audit", "chat"]) {
+  it("has a place for batches and audit, and a screenshot of each page", async () => {
+    for (const name of ["batches", "audit", "chat"]) {
       await ui.open(name);
       await ui.screenshot(name);
     }

@@ -1,9 +1,11 @@
 // Chat with the local model over the Chat Completions API, exactly as any OpenAI client does. The conversation
-// lives in this window only (the server keeps nothing); Export saves it as JSON.
+// lives in this window only (the server keeps nothing); Export saves it as JSON. Attached files are uploaded
+// to the Files API and sent by id; a file the server refuses is explained on its chip and never sent.
 import OpenAI from "openai";
 import { useEffect, useRef, useState, type DragEvent } from "react";
 import type { ServerInfo } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
+import { KIND_LABEL, uploadFile, type FileOut } from "../files-client";
 import { formatBytes } from "../format";
 import { Markdown } from "../markdown";
 
@@ -11,10 +13,17 @@ type Mode = "fast" | "thinking";
 type Effort = "low" | "medium" | "high";
 
 interface Attachment {
+  key: number;
   name: string;
   type: string;
   size: number;
-  dataUrl: string;
+  /** An object URL for images, shown on the chip. */
+  previewUrl: string | null;
+  progress: number;
+  /** Set once the Files API stored it. */
+  file?: FileOut;
+  /** Why the server refused it. */
+  error?: string;
 }
 
 interface Turn {
@@ -23,20 +32,10 @@ interface Turn {
   content: string;
   reasoning: string;
   attachments: Attachment[];
+  /** error on a user turn: the server refused the message, so it is left out of the conversation. */
   status: "streaming" | "done" | "stopped" | "error";
   mode?: Mode;
   error?: string;
-}
-
-const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
-
-function readAsDataUrl(file: File): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result));
-    reader.onerror = () => reject(reader.error ?? new Error("read failed"));
-    reader.readAsDataURL(file);
-  });
 }
 
 function toApiMessages(turns: Turn[]): OpenAI.Chat.ChatCompletionMessageParam[] {
@@ -49,7 +48,7 @@ function toApiMessages(turns: Turn[]): OpenAI.Chat.ChatCompletionMessageParam[] 
         role: "user",
         content: [
           ...(t.content ? [{ type: "text" as const, text: t.content }] : []),
-          ...t.attachments.map((a) => ({ type: "file" as const, file: { filename: a.name, file_data: a.dataUrl } })),
+          ...t.attachments.map((a) => ({ type: "file" as const, file: { file_id: a.file!.id } })),
         ],
       };
     });
@@ -65,6 +64,7 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
   const [dragging, setDragging] = useState(false);
   const abortRef = useRef<AbortController | null>(null);
   const nextId = useRef(1);
+  const nextAttachment = useRef(1);
   const listRef = useRef<HTMLDivElement>(null);
   const streaming = turns.some((t) => t.status === "streaming");
 
@@ -75,23 +75,45 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
   const update = (id: number, change: (turn: Turn) => Partial<Turn>) =>
     setTurns((all) => all.map((t) => (t.id === id ? { ...t, ...change(t) } : t)));
 
+  const changeAttachment = (key: number, patch: Partial<Attachment>) =>
+    setAttachments((all) => all.map((a) => (a.key === key ? { ...a, ...patch } : a)));
+
+  /** Uploads each file through the Files API; its chip shows progress, then what the model will get or why not. */
   async function attach(files: FileList | File[]) {
-    const added: Attachment[] = [];
-    for (const file of Array.from(files)) {
-      if (file.size > MAX_ATTACHMENT_BYTES) {
-        setNotice(`${file.name} is ${formatBytes(file.size)}; attachments are limited to ${formatBytes(MAX_ATTACHMENT_BYTES)}.`);
-        continue;
-      }
-      added.push({ name: file.name, type: file.type || "application/octet-stream", size: file.size, dataUrl: await readAsDataUrl(file) });
-    }
-    setAttachments((current) => [...current, ...added]);
+    if (!info) return;
+    const added: Array<{ file: File; attachment: Attachment }> = Array.from(files).map((file) => ({
+      file,
+      attachment: {
+        key: nextAttachment.current++,
+        name: file.name,
+        type: file.type || "application/octet-stream",
+        size: file.size,
+        previewUrl: file.type.startsWith("image/") ? URL.createObjectURL(file) : null,
+        progress: 0,
+      },
+    }));
+    setAttachments((current) => [...current, ...added.map((a) => a.attachment)]);
+    const apiKey = await consoleApi.windowKey();
+    await Promise.all(
+      added.map(async ({ file, attachment }) => {
+        try {
+          const stored = await uploadFile(info.openaiBaseUrl, apiKey, file, (progress) => changeAttachment(attachment.key, { progress }));
+          changeAttachment(attachment.key, { file: stored, progress: 1 });
+        } catch (err) {
+          changeAttachment(attachment.key, { error: (err as Error).message });
+        }
+      }),
+    );
   }
+
+  const uploading = attachments.some((a) => !a.file && !a.error);
+  const ready = attachments.filter((a) => a.file && a.file.status !== "error");
 
   async function send() {
     const text = draft.trim();
-    if ((!text && attachments.length === 0) || streaming || !info) return;
+    if ((!text && ready.length === 0) || streaming || uploading || !info) return;
     setNotice(null);
-    const user: Turn = { id: nextId.current++, role: "user", content: text, reasoning: "", attachments, status: "done" };
+    const user: Turn = { id: nextId.current++, role: "user", content: text, reasoning: "", attachments: ready, status: "done" };
     const answer: Turn = { id: nextId.current++, role: "assistant", content: "", reasoning: "", attachments: [], status: "streaming", mode };
     const history = [...turns, user];
     setTurns([...history, answer]);
@@ -121,7 +143,12 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
       update(answer.id, () => ({ status: abort.signal.aborted ? "stopped" : "done" }));
     } catch (err) {
       if (abort.signal.aborted) update(answer.id, () => ({ status: "stopped" }));
-      else update(answer.id, () => ({ status: "error", error: (err as Error).message }));
+      else {
+        update(answer.id, () => ({ status: "error", error: (err as Error).message }));
+        // A message the server refused (a file it cannot use, ...) would fail every later request too.
+        const status = (err as { status?: number }).status;
+        if (status !== undefined && status >= 400 && status < 500 && status !== 429) update(user.id, () => ({ status: "error" }));
+      }
     } finally {
       abortRef.current = null;
     }
@@ -139,7 +166,7 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
         role: t.role,
         content: t.content,
         ...(t.reasoning ? { reasoning: t.reasoning } : {}),
-        ...(t.attachments.length ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size })) } : {}),
+        ...(t.attachments.length ? { attachments: t.attachments.map((a) => ({ name: a.name, type: a.type, size: a.size, file_id: a.file?.id })) } : {}),
         ...(t.status !== "done" ? { status: t.status } : {}),
       })),
     };
@@ -198,7 +225,7 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
       </header>
 
       <div className="turns" ref={listRef} data-testid="chat-turns">
-        {turns.length === 0 && <p className="empty">Ask the local model anything. Drop text or PDF files here to attach them.</p>}
+        {turns.length === 0 && <p className="empty">Ask the local model anything. Drop files here (text, PDF, images, audio, video) to attach them.</p>}
         {turns.map((turn) => (
           <article key={turn.id} className={`turn ${turn.role}`} data-testid={`turn-${turn.role}`} data-status={turn.status}>
             {turn.role === "assistant" && turn.reasoning && (
@@ -213,9 +240,16 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
             {turn.attachments.length > 0 && (
               <ul className="attachments">
                 {turn.attachments.map((a) => (
-                  <li key={a.name}>📎 {a.name}</li>
+                  <li key={a.key}>
+                    <AttachmentChip attachment={a} />
+                  </li>
                 ))}
               </ul>
+            )}
+            {turn.role === "user" && turn.status === "error" && (
+              <p className="turn-note error" data-testid="turn-refused">
+                The server refused this message; it is left out of the conversation.
+              </p>
             )}
             {turn.status === "stopped" && <p className="turn-note" data-testid="turn-stopped">Stopped.</p>}
             {turn.status === "error" && (
@@ -230,12 +264,9 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
       {notice && <p className="notice">{notice}</p>}
       {attachments.length > 0 && (
         <ul className="attachments pending" data-testid="chat-attachments">
-          {attachments.map((a, i) => (
-            <li key={`${a.name}-${i}`}>
-              📎 {a.name} ({formatBytes(a.size)}){" "}
-              <button className="link" onClick={() => setAttachments((all) => all.filter((_, j) => j !== i))} aria-label={`Remove ${a.name}`}>
-                ✕
-              </button>
+          {attachments.map((a) => (
+            <li key={a.key} data-testid="chat-attachment" data-state={a.error ? "refused" : a.file ? "ready" : "uploading"}>
+              <AttachmentChip attachment={a} onRemove={() => setAttachments((all) => all.filter((x) => x.key !== a.key))} />
             </li>
           ))}
         </ul>
@@ -279,12 +310,41 @@ export function ChatPage({ info }: { info: ServerInfo | null }) {
               Stop
             </button>
           ) : (
-            <button type="submit" className="primary" data-testid="chat-send" disabled={!info || (!draft.trim() && attachments.length === 0)}>
+            <button type="submit" className="primary" data-testid="chat-send" disabled={!info || uploading || (!draft.trim() && ready.length === 0)}>
               Send
             </button>
           )}
         </div>
       </form>
     </section>
+  );
+}
+
+function AttachmentChip({ attachment: a, onRemove }: { attachment: Attachment; onRemove?: () => void }) {
+  const kind = a.file ? (KIND_LABEL[a.file.content_kind] ?? a.file.content_kind) : (a.name.split(".").pop() ?? "").toUpperCase().slice(0, 4);
+  let detail: string;
+  if (a.error) detail = `Not attached: ${a.error}`;
+  else if (!a.file) detail = a.progress < 1 ? `uploading ${Math.round(a.progress * 100)}%` : "reading…";
+  else if (a.file.status === "error") detail = `Not usable: ${a.file.status_details ?? "it could not be read"}`;
+  else if (a.file.status === "uploaded") detail = `${kind} · still being read`;
+  else detail = `${kind} · ≈ ${a.file.token_estimate.toLocaleString()} tokens`;
+  const failed = Boolean(a.error) || a.file?.status === "error";
+  return (
+    <span className={`chip ${failed ? "failed" : ""}`} data-testid="attachment-chip" title={detail}>
+      {a.previewUrl && !failed ? <img src={a.previewUrl} alt="" /> : <span className="chip-icon">{kind || "FILE"}</span>}
+      <span className="chip-text">
+        <span>
+          {a.name} <span className="muted">({formatBytes(a.size)})</span>
+        </span>
+        <span className={`small ${failed ? "error" : "muted"}`} data-testid="attachment-detail">
+          {detail}
+        </span>
+      </span>
+      {onRemove && (
+        <button className="link" onClick={onRemove} aria-label={`Remove ${a.name}`}>
+          ✕
+        </button>
+      )}
+    </span>
   );
 }
