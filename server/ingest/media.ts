@@ -7,7 +7,9 @@ import { AppError } from "../core/errors.js";
 const require = createRequire(import.meta.url);
 
 export function ffmpegPath(): string {
-  return (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
+  // In the packaged app the binary is unpacked beside app.asar (electron-builder.yml): a process cannot start
+  // from inside the archive.
+  return (require("@ffmpeg-installer/ffmpeg") as { path: string }).path.replace(/app\.asar([\\/])/, "app.asar.unpacked$1");
 }
 
 export interface MediaProbe {

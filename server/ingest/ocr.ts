@@ -20,7 +20,10 @@ function langPath(): string {
 async function getRecognizer(): Promise<TesseractWorker> {
   recognizer ??= (async () => {
     const { createWorker, OEM } = await import("tesseract.js");
-    return createWorker("eng", OEM.LSTM_ONLY, { langPath: langPath(), cacheMethod: "none", gzip: true });
+    const worker = await createWorker("eng", OEM.LSTM_ONLY, { langPath: langPath(), cacheMethod: "none", gzip: true });
+    // Images carry no trustworthy resolution (video frames none at all); page renders are 150 dpi.
+    await worker.setParameters({ user_defined_dpi: "150" });
+    return worker;
   })().catch((err: unknown) => {
     recognizer = null;
     throw err;

@@ -10,7 +10,7 @@ import { decodeAudio, formatTimestamp, frameAt, probeMedia, type MediaProbe } fr
 import { extractPdfText, renderPdfPages } from "./pdf.js";
 import { NO_SPEECH_MODEL, transcribe } from "./speech.js";
 import { cutText, decodeTextFile } from "./text.js";
-import { MAX_PDF_PAGES, MAX_RENDERED_BYTES, MAX_VIDEO_SECONDS, type ContentKind, type Extracted, type IngestOptions, type IngestSource } from "./types.js";
+import { isVideoTooLong, MAX_PDF_PAGES, MAX_RENDERED_BYTES, MAX_VIDEO_SECONDS, type ContentKind, type Extracted, type IngestOptions, type IngestSource } from "./types.js";
 import { prepareForOcr, readTextIn } from "./vision.js";
 
 type Body = Omit<Extracted, "kind" | "mediaType">;
@@ -108,7 +108,7 @@ async function keyframeSections(path: string, durationSeconds: number): Promise<
 async function readMedia(source: LoadedSource, options: IngestOptions): Promise<Body> {
   const path = await source.path();
   const probe = await probeMedia(path);
-  if (probe.video && probe.durationSeconds !== null && probe.durationSeconds > MAX_VIDEO_SECONDS)
+  if (probe.video && probe.durationSeconds !== null && isVideoTooLong(probe.durationSeconds))
     throw videoTooLong(probe.durationSeconds);
   const sections = [`${probe.video ? "Video" : "Audio"}: ${describeMedia(probe)}.`, await transcriptSection(path, probe, options)];
   if (probe.video) sections.push(...(await keyframeSections(path, probe.durationSeconds ?? 1)));

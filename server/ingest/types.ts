@@ -47,6 +47,10 @@ export const MAX_PDF_PAGES = 20;
 export const MAX_RENDERED_BYTES = 32 * 1024 * 1024;
 /** Video longer than this is refused (spec: 5 minutes). */
 export const MAX_VIDEO_SECONDS = 5 * 60;
+/** A 5-minute recording's container often says 300.05 s (audio priming, rounding): that still counts as 5 minutes. */
+export function isVideoTooLong(seconds: number): boolean {
+  return seconds > MAX_VIDEO_SECONDS + 1;
+}
 
 const MB = 1024 * 1024;
 /** Per-file limits from the spec's table (video is limited by duration, and by the 100 MB upload body). */

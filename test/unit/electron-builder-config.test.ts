@@ -83,6 +83,11 @@ describe("electron-builder.yml", () => {
       "node_modules/@node-llama-cpp/win-x64-cuda/bins/win-x64-cuda/ggml-cuda.dll",
       "node_modules/node-llama-cpp/bins/linux-x64/llama-addon.node",
       "node_modules/node-llama-cpp/llama/localBuilds/linux-x64/Release/llama-addon.node",
+      "node_modules/@img/sharp-linux-x64/lib/sharp-linux-x64.node",
+      "node_modules/@napi-rs/canvas-linux-x64-gnu/skia.linux-x64-gnu.node",
+      "node_modules/@ffmpeg-installer/linux-x64/ffmpeg",
+      "node_modules/tesseract.js-core/tesseract-core-simd-lstm.wasm",
+      "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz",
     ])
       expect(matches(config.asarUnpack, file), file).toBe(true);
     for (const file of ["node_modules/fastify/fastify.js", "node_modules/node-llama-cpp/dist/index.js", "dist/main/main.js"])

@@ -163,6 +163,6 @@ describe("audio and video", () => {
     expect(out.text).toMatch(/^Video: 2\.\d seconds, video h264 640×240, audio aac\./);
     expect(out.text).toContain(NO_SPEECH_MODEL);
     expect(out.text).toContain("Keyframe at 0:01: Text read in it (OCR):\nLaunch plan B");
-    await expect(inline(longMp4(301), "video/mp4", "long.mp4")).rejects.toMatchObject({ code: "video_too_long", status: 413 });
+    await expect(inline(longMp4(303), "video/mp4", "long.mp4")).rejects.toMatchObject({ code: "video_too_long", status: 413 });
   });
 });

@@ -12,7 +12,7 @@ import { HEAD_BYTES } from "../../ingest/classify.js";
 import { formatFileText, sizeLimitError, type Classified, type Extracted, type Ingest } from "../../ingest/ingest.js";
 import { probeMedia } from "../../ingest/media.js";
 import { videoTooLong } from "../../ingest/registry.js";
-import { MAX_VIDEO_SECONDS } from "../../ingest/types.js";
+import { isVideoTooLong } from "../../ingest/types.js";
 import type { FileResolver } from "../../pipeline/pipeline.js";
 import { estimateTokens } from "../../pipeline/token-estimate.js";
 import type { FileRow } from "../../store/files-repository.js";
@@ -225,7 +225,7 @@ export class FilesService implements FileResolver {
     const probe = await probeMedia(path);
     if (!probe.video && !probe.audio) throw invalidRequest("The file holds no audio or video stream that can be read.", "file", "invalid_media");
     if (probe.video) {
-      if (probe.durationSeconds !== null && probe.durationSeconds > MAX_VIDEO_SECONDS) throw videoTooLong(probe.durationSeconds);
+      if (probe.durationSeconds !== null && isVideoTooLong(probe.durationSeconds)) throw videoTooLong(probe.durationSeconds);
       return { kind: "video", mediaType: classified.mediaType.replace(/^audio\//, "video/") };
     }
     return { kind: "audio", mediaType: classified.mediaType.replace(/^video\//, "audio/") };
