@@ -51,7 +51,7 @@ export class FileRepository {
     return this.db.prepare("SELECT * FROM files WHERE id = ?").get(id) as FileRow | undefined;
   }
 
-  /** Newest first by default; `after` is the id of the last file of the previous page. */
+  /** Newest first by default (upload order: rowid, so files of the same second keep theirs); `after` is the id of the last file of the previous page. */
   list(accountId: string, now: number, options: { limit: number; order: "asc" | "desc"; after?: string; purpose?: string }): FilePage {
     const params: unknown[] = [accountId, now];
     let where = "account_id = ? AND expires_at > ?";
@@ -60,17 +60,14 @@ export class FileRepository {
       params.push(options.purpose);
     }
     if (options.after) {
-      const cursor = this.db.prepare("SELECT created_at, id FROM files WHERE id = ? AND account_id = ?").get(options.after, accountId) as
-        | { created_at: number; id: string }
-        | undefined;
+      const cursor = this.db.prepare("SELECT rowid AS seq FROM files WHERE id = ? AND account_id = ?").get(options.after, accountId) as { seq: number } | undefined;
       if (cursor) {
-        where += options.order === "desc" ? " AND (created_at < ? OR (created_at = ? AND id < ?))" : " AND (created_at > ? OR (created_at = ? AND id > ?))";
-        params.push(cursor.created_at, cursor.created_at, cursor.id);
+        where += options.order === "desc" ? " AND rowid < ?" : " AND rowid > ?";
+        params.push(cursor.seq);
       }
     }
-    const dir = options.order === "desc" ? "DESC" : "ASC";
     const rows = this.db
-      .prepare(`SELECT * FROM files WHERE ${where} ORDER BY created_at ${dir}, id ${dir} LIMIT ?`)
+      .prepare(`SELECT * FROM files WHERE ${where} ORDER BY rowid ${options.order === "desc" ? "DESC" : "ASC"} LIMIT ?`)
       .all(...params, options.limit + 1) as FileRow[];
     return { rows: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
   }
