@@ -1,12 +1,12 @@
 // The Files API on `svc serve` with the generated model, through the openai package's files API and raw
 // multipart, and files used on all three surfaces (the prompt grows by the file's content).
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import Database from "better-sqlite3";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { textPng } from "../support/file-fixtures.js";
+import { captionMp4, heicOf, heicSkipReason, iworkZip, textPng, toneWav } from "../support/file-fixtures.js";
 import { makePdf } from "../support/make-pdf.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
@@ -113,6 +113,32 @@ describe("upload, list, get, delete", () => {
       .create({ model: "svc", max_tokens: 1, messages: [{ role: "user", content: [{ type: "file", file: { file_id: file.id } }] }] })
       .catch((e: unknown) => e);
     expect(chat).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe("every kind through the API", () => {
+  async function contentOf(id: string): Promise<string> {
+    return (JSON.parse(readFileSync(join(dataDir, "files", id, "content.json"), "utf8")) as { text: string }).text;
+  }
+
+  it("audio, video, HEIC and iWork (with and without a preview) are stored, classified and read", async () => {
+    const wav = await upload(toneWav(1), "tone.wav");
+    expect(wav).toMatchObject({ content_kind: "audio", mime_type: expect.stringMatching(/^audio\/(wav|vnd\.wave|x-wav)$/), status: "processed" });
+    expect(await contentOf(wav.id)).toContain("No transcript is available");
+    const mp4 = await upload(captionMp4(2, "Heron launch"), "clip.mp4");
+    expect(mp4).toMatchObject({ content_kind: "video", mime_type: "video/mp4", status: "processed" });
+    expect(await contentOf(mp4.id)).toContain("Heron launch");
+    const pages = await upload(iworkZip({ name: "QuickLook/Preview.pdf", data: makePdf(["Heron budget", "Total 42"]) }), "budget.pages");
+    expect(pages).toMatchObject({ content_kind: "iwork", mime_type: "application/vnd.apple.pages", status: "processed" });
+    expect(await contentOf(pages.id)).toBe("Heron budget\nTotal 42");
+    const bare = await upload(iworkZip(), "sheet.numbers");
+    expect(bare).toMatchObject({ content_kind: "iwork", status: "processed" });
+    expect(await contentOf(bare.id)).toBe("");
+    if (!heicSkipReason()) {
+      const heic = await upload(heicOf(png), "IMG_0001.HEIC");
+      expect(heic).toMatchObject({ content_kind: "image", mime_type: "image/heic", status: "processed" });
+      expect(await contentOf(heic.id)).toContain("Invoice 4711");
+    }
   });
 });
 
