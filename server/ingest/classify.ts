@@ -90,7 +90,7 @@ const TEXT_TYPES: Record<string, string> = {
 /** Text-based formats file-type may recognise; they are read as text. */
 const TEXTUAL_MIMES = new Set(["application/xml", "text/xml", "image/svg+xml", "application/rtf", "text/calendar", "text/vtt"]);
 
-export function credentialRefusal(filename: string | undefined, what: string): AppError {
+export function credentialRefusal(what: string): AppError {
   return new AppError(
     "unprocessable",
     `Credential files are not accepted (${what}); keep keys and secrets out of files you send to a model.`,
@@ -118,7 +118,7 @@ export function notTextReason(bytes: Uint8Array, complete: boolean): string | nu
  */
 export async function classify(head: Uint8Array, filename: string | undefined, complete: boolean, declaredType?: string): Promise<Classified> {
   const what = isCredentialName(filename) ? `${filename} has a credential file's name` : credentialKindOfContent(head);
-  if (what) throw credentialRefusal(filename, isCredentialName(filename) ? what : `${filename ?? "the file"} looks like ${what}`);
+  if (what) throw credentialRefusal(isCredentialName(filename) ? what : `${filename ?? "the file"} looks like ${what}`);
   const ext = filename ? extname(filename.toLowerCase()) : "";
   const detected = await fileTypeFromBuffer(head);
   const declared = declaredType?.toLowerCase().split(";")[0]!.trim();

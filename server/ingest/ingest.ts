@@ -1,6 +1,7 @@
 // Files → what the model gets, for every caller: uploads (the Files API), inline files and images in
 // requests, Messages document and image blocks. Classification happens here, extraction in the ingest
 // worker (see registry.ts for each kind).
+import { createHash } from "node:crypto";
 import { AppError, invalidRequest } from "../core/errors.js";
 import type { FileSource } from "../core/inference.js";
 import { classify, credentialRefusal, HEAD_BYTES } from "./classify.js";
@@ -51,7 +52,17 @@ function decodeBase64(data: string, param: string): Buffer {
   return Buffer.from(clean, "base64");
 }
 
+/**
+ * Inline files come again with every turn of a conversation (the client sends it whole); their extraction is
+ * remembered in memory for a while, by a hash of the bytes, so an image is not read again each turn. Nothing
+ * is written to disk.
+ */
+const INLINE_CACHE_ENTRIES = 32;
+const INLINE_CACHE_MS = 10 * 60_000;
+
 export class Ingest {
+  private readonly recent = new Map<string, { at: number; result: Extracted }>();
+
   constructor(
     private readonly pool: IngestPool,
     private readonly options: () => IngestOptions = () => ({}),
@@ -70,7 +81,7 @@ export class Ingest {
   /** A file or image part of a request (nothing is stored). */
   async inline({ source, filename, param, expect }: IngestInput): Promise<Extracted> {
     try {
-      if (isCredentialName(filename)) throw credentialRefusal(filename, `${filename} has a credential file's name`);
+      if (isCredentialName(filename)) throw credentialRefusal(`${filename} has a credential file's name`);
       switch (source.kind) {
         case "text":
           return { kind: "text", mediaType: source.mediaType, method: "text", ...cutText(source.text) };
@@ -90,12 +101,23 @@ export class Ingest {
             throw invalidRequest(`An image part must hold an image; this one holds ${classified.mediaType}. Send other files as file parts.`, param, "invalid_image");
           const tooLarge = sizeLimitError(classified, bytes.length);
           if (tooLarge) throw tooLarge;
-          return await this.pool.run({ bytes, filename, ...classified }, this.options(), { priority: "request", timeoutMs: TIMEOUT_MS.request });
+          const key = createHash("sha256").update(bytes).update(`\0${filename ?? ""}\0${classified.mediaType}`).digest("hex");
+          const known = this.recent.get(key);
+          if (known && Date.now() - known.at < INLINE_CACHE_MS) return known.result;
+          const result = await this.pool.run({ bytes, filename, ...classified }, this.options(), { priority: "request", timeoutMs: TIMEOUT_MS.request });
+          this.remember(key, result);
+          return result;
         }
       }
     } catch (err) {
       throw withParam(err, param);
     }
+  }
+
+  private remember(key: string, result: Extracted): void {
+    this.recent.delete(key);
+    this.recent.set(key, { at: Date.now(), result });
+    while (this.recent.size > INLINE_CACHE_ENTRIES) this.recent.delete(this.recent.keys().next().value!);
   }
 }
 

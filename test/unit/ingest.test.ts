@@ -48,6 +48,24 @@ describe("text and PDF", () => {
     expect(formatFileText(long, "big.txt")).toContain("was cut at 200000 characters");
   });
 
+  it("remembers an inline file's extraction by its bytes, so a conversation's next turn does not read it again", async () => {
+    const counting = new IngestPool({ idleMs: 1000 });
+    let runs = 0;
+    const run = counting.run.bind(counting);
+    counting.run = (...args) => {
+      runs++;
+      return run(...args);
+    };
+    const remembering = new Ingest(counting);
+    const part = (filename: string) => ({ source: { kind: "base64" as const, mediaType: "text/plain", data: b64("remember me") }, filename, param: "p" });
+    expect((await remembering.inline(part("a.txt"))).text).toBe("remember me");
+    expect((await remembering.inline(part("a.txt"))).text).toBe("remember me");
+    expect(runs).toBe(1);
+    await remembering.inline(part("b.txt"));
+    expect(runs).toBe(2);
+    await counting.close();
+  });
+
   it("refuses binary data posing as text, unsupported types, URLs, bad base64", async () => {
     await expect(inline(Buffer.from([0x41, 0x00, 0x42, 0x00]), "text/plain", "notes.txt")).rejects.toMatchObject({ code: "unsupported_file_type", status: 400 });
     await expect(inline(Buffer.from([0xc3, 0x28, 0x41, 0x42]), "text/plain", "notes.txt")).rejects.toMatchObject({ message: /not valid UTF-8/ });
