@@ -93,3 +93,7 @@ export function formatTimestamp(seconds: number): string {
   const s = Math.floor(seconds);
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
+
+export function videoTooLong(seconds: number): AppError {
+  return new AppError("payload_too_large", `The video is ${formatTimestamp(seconds)} long; videos may be at most 5 minutes.`, { code: "video_too_long" });
+}

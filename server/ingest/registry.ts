@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { AppError } from "../core/errors.js";
 import { describeImage } from "./image.js";
 import { findIworkPreview } from "./iwork.js";
-import { decodeAudio, formatTimestamp, frameAt, probeMedia, type MediaProbe } from "./media.js";
+import { decodeAudio, formatTimestamp, frameAt, probeMedia, videoTooLong, type MediaProbe } from "./media.js";
 import { extractPdfText, renderPdfPages } from "./pdf.js";
 import { NO_SPEECH_MODEL, transcribe } from "./speech.js";
 import { cutText, decodeTextFile } from "./text.js";
@@ -113,10 +113,6 @@ async function readMedia(source: LoadedSource, options: IngestOptions): Promise<
   const sections = [`${probe.video ? "Video" : "Audio"}: ${describeMedia(probe)}.`, await transcriptSection(path, probe, options)];
   if (probe.video) sections.push(...(await keyframeSections(path, probe.durationSeconds ?? 1)));
   return { method: "media", text: sections.join("\n\n"), truncated: false };
-}
-
-export function videoTooLong(seconds: number): AppError {
-  return new AppError("payload_too_large", `The video is ${formatTimestamp(seconds)} long; videos may be at most 5 minutes.`, { code: "video_too_long" });
 }
 
 export const INGESTORS: Record<ContentKind, Ingestor> = {

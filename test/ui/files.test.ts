@@ -32,7 +32,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
 
   it("uploads dropped and picked files, shows kind, status, tokens and expiry; a refused one is explained in place", async () => {
     await ui.open("files");
-    await expect.poll(() => ui.page.getByTestId("files-page").textContent()).toContain("No files yet.");
+    await expect.poll(() => ui.page.getByTestId("files-page").textContent(), { timeout: 10_000 }).toContain("No files yet.");
     await drop("files-dropzone", [
       { name: "notes.md", type: "text/markdown", base64: b64("# Heron\nThe blue heron protocol ships in March.\n") },
       { name: "invoice.png", type: "image/png", base64: b64(png) },
@@ -62,7 +62,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
     const row = ui.page.getByTestId("files-row").filter({ hasText: "plan.txt" });
     const id = await row.getAttribute("data-file-id");
     await row.getByTestId("files-delete").click();
-    await expect.poll(() => ui.page.getByTestId("files-row").count()).toBe(2);
+    await expect.poll(() => ui.page.getByTestId("files-row").count(), { timeout: 10_000 }).toBe(2);
     expect(ui.server.store.db.prepare("SELECT id FROM files WHERE id = ?").get(id)).toBeUndefined();
   });
 
@@ -98,7 +98,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
         return dt;
       }),
     });
-    await expect.poll(() => ui.page.getByTestId("chat-attachment").getAttribute("data-state")).toBe("ready");
+    await expect.poll(() => ui.page.getByTestId("chat-attachment").getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
     const gone = ui.server.store.db.prepare("SELECT id FROM files WHERE filename = 'gone.txt'").get() as { id: string };
     await ui.server.app.inject({ method: "DELETE", url: `/v1/files/${gone.id}`, headers: { authorization: `Bearer ${await ui.service.windowKey()}` } });
     await ui.page.getByTestId("chat-input").fill("Read this");

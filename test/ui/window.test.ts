@@ -145,7 +145,7 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       });
       await ui.page.getByTestId("chat-page").dispatchEvent("drop", { dataTransfer });
       const chip = ui.page.getByTestId("chat-attachment");
-      await expect.poll(() => chip.getAttribute("data-state")).toBe("ready");
+      await expect.poll(() => chip.getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
       expect(await chip.textContent()).toMatch(/notes\.txt.*Text · ≈ \d+ tokens/);
       const stored = ui.server.store.db.prepare("SELECT id, filename FROM files").all() as Array<{ id: string; filename: string }>;
       expect(stored.map((f) => f.filename)).toContain("notes.txt");

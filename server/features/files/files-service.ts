@@ -10,8 +10,8 @@ import { AppError, invalidRequest } from "../../core/errors.js";
 import { newId, nowSeconds } from "../../core/ids.js";
 import { HEAD_BYTES } from "../../ingest/classify.js";
 import { formatFileText, sizeLimitError, type Classified, type Extracted, type Ingest } from "../../ingest/ingest.js";
-import { probeMedia } from "../../ingest/media.js";
-import { videoTooLong } from "../../ingest/registry.js";
+// Not registry.js: the server's own thread never loads the extraction libraries (sharp, pdfjs, OCR).
+import { probeMedia, videoTooLong } from "../../ingest/media.js";
 import { isVideoTooLong } from "../../ingest/types.js";
 import type { FileResolver } from "../../pipeline/pipeline.js";
 import { estimateTokens } from "../../pipeline/token-estimate.js";
