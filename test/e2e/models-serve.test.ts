@@ -80,7 +80,8 @@ describe("svc serve and the active model", () => {
     } finally {
       expect(await server.stop("SIGTERM")).toBe(0);
     }
-  });
+    // Three model loads and eight CLI processes: about 30 s alone, more beside the suite's OCR and video tests.
+  }, 120_000);
 
   it("starts without its active model when that file is gone, says why, and recovers with `svc models use`", async () => {
     const dir = dataDirWithModels();
