@@ -16,6 +16,7 @@ import {
   type LlamaModel,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
+import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { jsonObjectGbnf, jsonSchemaToGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { cacheBreakpointOffset, renderPrompt, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
@@ -197,6 +198,7 @@ export class LlamaEngine implements Engine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly pool: SequencePool,
+    private readonly round: DecodeRound,
     private readonly wrappers: { thinking: ChatWrapper; fast: ChatWrapper },
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
@@ -232,14 +234,16 @@ export class LlamaEngine implements Engine {
           `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens ` +
             `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
         );
+      const round = new DecodeRound();
+      const batching = { dispatchSchedule: round.schedule };
       let context: LlamaContext;
       try {
-        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads });
+        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, batching });
       } catch (err) {
         if (!plan.auto.contextSize) throw err;
         // The estimate was off: let the library find the largest context that fits, up to the planned one.
         options.log?.("warn", `A context of ${plan.contextSize} tokens did not fit (${(err as Error).message}); trying smaller.`);
-        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads });
+        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
       const sequences = plan.sequences;
       const thinking = resolveChatWrapper(model);
@@ -268,7 +272,7 @@ export class LlamaEngine implements Engine {
           `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -310,10 +314,12 @@ export class LlamaEngine implements Engine {
       ? cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
     const lease = await this.pool.acquire(promptTokens, signal);
+    const member = this.round.member();
     try {
+      const sequence = lease.sequence;
       const generation = runGeneration({
         model: this.model,
-        sequence: lease.sequence,
+        sequence,
         syntax: this.syntax,
         request,
         promptTokens,
@@ -321,10 +327,12 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
+        evaluate: (tokens, options) => pacedTokens(sequence.evaluate(tokens, options), member),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));
     } finally {
+      member.leave();
       lease.release();
     }
   }
