@@ -20,6 +20,8 @@ type State = "idle" | "requested" | "processing" | "parked" | "late";
 
 export class DecodeRound {
   private readonly members = new Set<RoundMember>();
+  /** @internal Members waiting in arrive(). */
+  parked = 0;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = 0;
 
@@ -34,12 +36,16 @@ export class DecodeRound {
   }
 
   /**
-   * node-llama-cpp's `batching.dispatchSchedule`: alone, decode now; with others, after the current turn
-   * of the event loop, in which the released members all queue their tokens.
+   * node-llama-cpp's `batching.dispatchSchedule`: alone, decode now; with others, once the promise jobs
+   * running now are done. The released members reach node-llama-cpp's queue through promise jobs only, so
+   * by then they have all queued; a nextTick queued from a promise job runs after the whole cascade (Node
+   * drains the microtask queue before the nextTick queue). Unlike node-llama-cpp's setImmediate, this
+   * dispatches before the I/O callbacks of this turn (the HTTP writes of the tokens just made), which then
+   * run while the batch decodes.
    */
   readonly schedule = (dispatch: () => void): void => {
     if (this.members.size <= 1) dispatch();
-    else setImmediate(dispatch);
+    else process.nextTick(dispatch);
   };
 
   /** @internal */
@@ -111,7 +117,7 @@ export class RoundMember {
     }
     this.state = "processing";
     this.since = performance.now();
-    this.round.settle();
+    if (this.round.parked > 0) this.round.settle();
   }
 
   /** Resolves when the sequence may ask for its next token: once every other member has its token too. */
@@ -119,21 +125,25 @@ export class RoundMember {
     if (this.state !== "processing" && this.state !== "late") return undefined;
     if (this.round.size <= 1) return undefined;
     this.state = "parked";
+    this.round.parked++;
     const wait = new Promise<void>((resolve) => (this.resume = resolve));
     this.round.settle();
     return wait;
   }
 
   leave(): void {
+    this.wake();
     this.state = "idle";
     this.joined = false;
-    this.wake();
     this.round.leave(this);
   }
 
   /** @internal */
   wake(): void {
-    if (this.state === "parked") this.state = "requested";
+    if (this.state === "parked") {
+      this.state = "requested";
+      this.round.parked--;
+    }
     const resume = this.resume;
     this.resume = null;
     resume?.();
@@ -146,16 +156,19 @@ export class RoundMember {
  * token (a phase change in the middle of generation).
  */
 export function pacedTokens<T>(inner: AsyncGenerator<T, void, unknown>, member: RoundMember): AsyncGenerator<T, void, unknown> {
-  const step = async (): Promise<IteratorResult<T, void>> => {
-    const wait = member.arrive();
-    if (wait) await wait;
-    member.requested();
-    const result = await inner.next();
+  const received = (result: IteratorResult<T, void>) => {
     if (!result.done) member.received();
     return result;
   };
+  const pull = () => {
+    member.requested();
+    return inner.next().then(received);
+  };
   const iterator: AsyncGenerator<T, void, unknown> = {
-    next: step,
+    next: () => {
+      const wait = member.arrive();
+      return wait ? wait.then(pull) : pull();
+    },
     return: (value?: void | PromiseLike<void>) => inner.return(value as void),
     throw: (error?: unknown) => inner.throw(error),
     [Symbol.asyncIterator]() {

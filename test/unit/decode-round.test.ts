@@ -86,7 +86,7 @@ describe("DecodeRound", () => {
     mb.leave();
   });
 
-  it("batches several sequences: node-llama-cpp's dispatch waits for the turn in which they all queue", async () => {
+  it("batches several sequences: the dispatch waits until the promise jobs under way (the members queueing) are done", async () => {
     const round = new DecodeRound();
     const a = scriptedSource();
     const b = scriptedSource();
@@ -97,11 +97,18 @@ describe("DecodeRound", () => {
     a.deliver();
     b.deliver();
     await Promise.all([fa, fb]);
-    let dispatched = 0;
-    round.schedule(() => dispatched++);
-    expect(dispatched).toBe(0);
+    const order: string[] = [];
+    await Promise.resolve().then(() => {
+      round.schedule(() => order.push("dispatch"));
+      // A member still on its way to the queue: a cascade of promise jobs.
+      let chain = Promise.resolve();
+      for (let i = 0; i < 50; i++) chain = chain.then(() => undefined);
+      void chain.then(() => order.push("last member queued"));
+      setImmediate(() => order.push("I/O turn"));
+    });
     await tick();
-    expect(dispatched).toBe(1);
+    await tick();
+    expect(order).toEqual(["last member queued", "dispatch", "I/O turn"]);
   });
 
   it("does not let a member that holds its token wait the others for more than LATE_MS", async () => {
