@@ -33,6 +33,7 @@ import {
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
+import { applyThreadSplit, splitThreads } from "./thread-policy.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -245,6 +246,9 @@ export class LlamaEngine implements Engine {
         options.log?.("warn", `A context of ${plan.contextSize} tokens did not fit (${(err as Error).message}); trying smaller.`);
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
+      const split = splitThreads(threads, availableParallelism());
+      if (!applyThreadSplit(context, split))
+        options.log?.("debug", `This node-llama-cpp does not let generation use fewer threads than prompts; all decodes use ${threads}.`);
       const sequences = plan.sequences;
       const thinking = resolveChatWrapper(model);
       // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
@@ -269,7 +273,8 @@ export class LlamaEngine implements Engine {
         "info",
         `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
-          `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
+          `${info.sequences} sequence(s) of ${info.contextSize} tokens, ${info.threads} thread(s)` +
+          `${split.generation !== split.prompt ? ` (${split.generation} while generating)` : ""}, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu);
