@@ -33,7 +33,7 @@ import {
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
-import { applyThreadSplit, splitThreads } from "./thread-policy.js";
+import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -246,7 +246,7 @@ export class LlamaEngine implements Engine {
         options.log?.("warn", `A context of ${plan.contextSize} tokens did not fit (${(err as Error).message}); trying smaller.`);
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
-      const split = splitThreads(threads, availableParallelism());
+      const split = splitThreads(threads, availableParallelism(), usesOpenMp(llama.systemInfo));
       if (!applyThreadSplit(context, split))
         options.log?.("debug", `This node-llama-cpp does not let generation use fewer threads than prompts; all decodes use ${threads}.`);
       const sequences = plan.sequences;

@@ -21,10 +21,19 @@ export interface ThreadSplit {
   generation: number;
 }
 
-/** One core is left to the JavaScript thread while generating, when the threads would take them all. */
-export function splitThreads(threads: number, cores: number): ThreadSplit {
-  const generation = threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
+/**
+ * One core is left to the JavaScript thread while generating, when the threads would take them all and
+ * the binary's thread pool spins (no OpenMP). A build with OpenMP (llama-server's default, or a local
+ * node-llama-cpp build) keeps its threads, whose waits end in sleep rather than spinning.
+ */
+export function splitThreads(threads: number, cores: number, openMp = false): ThreadSplit {
+  const generation = !openMp && threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
   return { prompt: threads, generation: Math.min(threads, generation) };
+}
+
+/** Whether the loaded llama.cpp runs its CPU threads with OpenMP (from its system info line). */
+export function usesOpenMp(systemInfo: string): boolean {
+  return /OPENMP = 1/.test(systemInfo);
 }
 
 interface ContextBinding {

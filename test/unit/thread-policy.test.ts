@@ -1,12 +1,18 @@
 import type { LlamaContext } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { applyThreadSplit, splitThreads } from "../../server/engine/thread-policy.js";
+import { applyThreadSplit, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while generating when the threads take every core", () => {
     expect(splitThreads(2, 2)).toEqual({ prompt: 2, generation: 1 });
     expect(splitThreads(8, 8)).toEqual({ prompt: 8, generation: 7 });
     expect(splitThreads(4, 2)).toEqual({ prompt: 4, generation: 1 });
+  });
+
+  it("keeps every thread for a build with OpenMP, whose threads sleep instead of spinning", () => {
+    expect(splitThreads(2, 2, true)).toEqual({ prompt: 2, generation: 2 });
+    expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 |")).toBe(true);
+    expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | REPACK = 1 |")).toBe(false);
   });
 
   it("changes nothing when a core is free anyway", () => {
