@@ -22,6 +22,8 @@ export class DecodeRound {
   private readonly members = new Set<RoundMember>();
   /** @internal Members waiting in arrive(). */
   parked = 0;
+  /** Times a member was left out of a batch for coming back late (diagnostics). */
+  lateCount = 0;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = 0;
 
@@ -65,7 +67,10 @@ export class DecodeRound {
     let nextLate = Infinity;
     const now = performance.now();
     for (const m of this.members) {
-      if (m.state === "processing" && now - m.since >= LATE_MS) m.state = "late";
+      if (m.state === "processing" && now - m.since >= LATE_MS) {
+        m.state = "late";
+        this.lateCount++;
+      }
       if (m.state === "parked") parked++;
       else if (m.state === "requested") waiting++;
       else if (m.state === "processing") {
@@ -100,6 +105,7 @@ export class RoundMember {
   /** @internal When it got its current token. */
   since = 0;
   private joined = false;
+  private left = false;
   private resume: (() => void) | null = null;
 
   constructor(private readonly round: DecodeRound) {}
@@ -111,6 +117,7 @@ export class RoundMember {
 
   /** The sequence got a sampled token; from its first token on it is a member of the round. */
   received(): void {
+    if (this.left) return;
     if (!this.joined) {
       this.joined = true;
       this.round.join(this);
@@ -131,10 +138,11 @@ export class RoundMember {
     return wait;
   }
 
+  /** The generation ended; a token that still arrives for it does not bring it back into the round. */
   leave(): void {
     this.wake();
     this.state = "idle";
-    this.joined = false;
+    this.left = true;
     this.round.leave(this);
   }
 
