@@ -4,7 +4,7 @@
 // hits both alike. Ratios are ours ÷ llama-server, higher is better (TTFT is inverted).
 //
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
-//                             [--llama-server PATH] [--json OUT.json]
+//                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -28,6 +28,8 @@ const { values } = parseArgs({
     "context-size": { type: "string", default: "4096" },
     "prompt-tokens": { type: "string", default: "2000" },
     "llama-server": { type: "string" },
+    /** Another build of ours to compare (its bin/svc.js), e.g. one using a locally built node-llama-cpp. */
+    svc: { type: "string" },
     json: { type: "string" },
     only: { type: "string" },
   },
@@ -102,7 +104,7 @@ async function waitReady(url: string, headers: Record<string, string>, child: Ch
 
 async function startOurs(model: string, threads: number): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-peer-"));
-  const bin = join(ROOT, "bin", "svc.js");
+  const bin = values.svc ?? join(ROOT, "bin", "svc.js");
   const created = spawnSync(process.execPath, [bin, "keys", "create", "--data-dir", dataDir, "--name", "bench"], { encoding: "utf8" });
   if (created.status !== 0) throw new Error(`svc keys create failed: ${created.stderr}`);
   const key = created.stdout.trim().split("\n").at(-1)!;
