@@ -1,5 +1,10 @@
 // Lets a producer run ahead of its consumer: the engine keeps generating while the HTTP side encodes and
 // writes the previous tokens, instead of waiting for each write. At most `limit` items wait in between.
+//
+// The consumer is woken in the next turn of the event loop (setImmediate), not by a promise job: the
+// producer's way back to its source (the engine asking llama.cpp for the next token) is a cascade of
+// promise jobs, and a consumer woken by a promise job would interleave with it, so each token's HTTP work
+// would run before the next decode starts instead of while it runs.
 
 export function readAhead<T>(source: AsyncIterator<T>, limit = 4096): AsyncIterableIterator<T> {
   const queue: T[] = [];
@@ -11,10 +16,17 @@ export function readAhead<T>(source: AsyncIterator<T>, limit = 4096): AsyncItera
   let wakeProducer: (() => void) | null = null;
 
   const size = () => queue.length - head;
-  const notify = () => {
+  let wakePending = false;
+  const wakeNow = () => {
+    wakePending = false;
     const wake = wakeConsumer;
     wakeConsumer = null;
     wake?.();
+  };
+  const notify = () => {
+    if (wakeConsumer === null || wakePending) return;
+    wakePending = true;
+    setImmediate(wakeNow);
   };
 
   void (async () => {

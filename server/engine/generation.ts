@@ -48,6 +48,11 @@ export interface GenerationSetup {
   maxCompletionTokens: number;
   grammars: CompiledGrammars;
   signal: AbortSignal;
+  /**
+   * Starts an evaluation on the sequence; the engine wraps `sequence.evaluate` to pace the tokens of
+   * sequences that generate together (see decode-round.ts). Default: `sequence.evaluate`.
+   */
+  evaluate?: (tokens: Token[], options: SequenceEvaluateOptions) => AsyncIterable<Token>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -226,7 +231,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
-    const iterator = sequence.evaluate(feed, optionsFor(phase));
+    const iterator = setup.evaluate ? setup.evaluate(feed, optionsFor(phase)) : sequence.evaluate(feed, optionsFor(phase));
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;
     let ended = true;

@@ -18,6 +18,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
+import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
@@ -38,6 +39,7 @@ import {
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
+import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -270,6 +272,7 @@ export class LlamaEngine implements Engine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly pool: SequencePool,
+    private readonly round: DecodeRound,
     private readonly wrappers: { thinking: ChatWrapper; fast: ChatWrapper },
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
@@ -308,19 +311,24 @@ export class LlamaEngine implements Engine {
           `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens${kvNote} ` +
             `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
         );
+      const round = new DecodeRound();
+      const batching = { dispatchSchedule: round.schedule };
       let context: LlamaContext;
       let kvCache = plan.kvCache;
       const kvOptions = () => (kvCache === "q8_0" ? QUANTIZED_KV : {});
       try {
-        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, ...kvOptions() });
+        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, batching, ...kvOptions() });
       } catch (err) {
         if (!plan.auto.contextSize && kvCache === "f16") throw err;
         // The estimate was off (or this backend has no 8-bit KV cache): let the library find the largest
         // context that fits, up to the planned one, with the default KV cache.
         options.log?.("warn", `A context of ${plan.contextSize} tokens${kvNote} did not load (${(err as Error).message}); trying smaller.`);
         kvCache = "f16";
-        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads });
+        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
+      const split = splitThreads(threads, availableParallelism(), usesOpenMp(llama.systemInfo));
+      if (!applyThreadSplit(context, split))
+        options.log?.("debug", `This node-llama-cpp does not let generation use fewer threads than prompts; all decodes use ${threads}.`);
       const sequences = plan.sequences;
       const thinking = resolveChatWrapper(model);
       // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
@@ -355,11 +363,12 @@ export class LlamaEngine implements Engine {
         "info",
         `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
-          `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s), chat wrapper ${thinking.wrapperName}` +
+          `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s)` +
+          `${split.generation !== split.prompt ? ` (${split.generation} while generating)` : ""}, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       if (info.contextNote) options.log?.("warn", info.contextNote);
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -401,10 +410,12 @@ export class LlamaEngine implements Engine {
       : 0;
     if (signal.aborted) return;
     const lease = await this.pool.acquire(promptTokens);
+    const member = this.round.member();
     try {
+      const sequence = lease.sequence;
       const generation = runGeneration({
         model: this.model,
-        sequence: lease.sequence,
+        sequence,
         syntax: this.syntax,
         request,
         promptTokens,
@@ -412,10 +423,12 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
+        evaluate: (tokens, options) => pacedTokens(sequence.evaluate(tokens, options), member),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));
     } finally {
+      member.leave();
       lease.release();
     }
   }

@@ -1,0 +1,109 @@
+// The model the peer benchmark runs on (issue 20): a llama GGUF of about 110 MB in F32 with seeded random
+// weights (n_embd 512, 8 layers, 8 heads, n_ff 1536) and the test model's vocabulary and chat template, so
+// both servers render and tokenize prompts the same way. It computes like a real small model (every matrix
+// is dense and random) but writes nonsense.
+//
+// The output rows of the control, tag and non-printable byte tokens are zero: their logit is always 0 while
+// the ~280 word and printable-byte tokens get random logits, so greedy decoding never ends the turn, never
+// opens a thought or a tool call and never writes a broken UTF-8 sequence. Every answer runs to max_tokens
+// on both servers, with the same text.
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { encodeGguf, type GgufTensor, type GgufValue } from "../resources/test-model/gguf-writer.js";
+import { buildVocab, mulberry32 } from "../resources/test-model/tiny-model.js";
+
+export const PEER_MODEL = { nEmbd: 512, nLayers: 8, nHead: 8, nFf: 1536, contextLength: 32768, seed: 20 } as const;
+
+const TOKEN_TYPE_NORMAL = 1;
+const TOKEN_TYPE_BYTE = 6;
+
+function printableByte(piece: string): boolean {
+  const m = /^<0x([0-9A-F]{2})>$/.exec(piece);
+  if (!m) return false;
+  const b = parseInt(m[1]!, 16);
+  return b >= 0x20 && b < 0x7f;
+}
+
+export type PeerModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number };
+
+/** The issue's model by default; a smaller shape gives a fast model with the same behaviour (for profiling). */
+export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
+  const { nEmbd, nLayers, nHead, nFf, contextLength, seed } = shape;
+  const vocab = buildVocab();
+  const nVocab = vocab.tokens.length;
+  const random = mulberry32(seed);
+  // Uniform in [-a, a] with the variance of N(0, 1/fanIn): activations keep their scale through the layers.
+  const dense = (rows: number, cols: number) => {
+    const out = new Float32Array(rows * cols);
+    const a = Math.sqrt(3 / cols);
+    for (let i = 0; i < out.length; i++) out[i] = (random() * 2 - 1) * a;
+    return out;
+  };
+  const ones = (k: number) => new Float32Array(k).fill(1);
+
+  const embd = dense(nVocab, nEmbd);
+  const output = dense(nVocab, nEmbd);
+  vocab.types.forEach((type, token) => {
+    const speaks = type === TOKEN_TYPE_NORMAL || (type === TOKEN_TYPE_BYTE && printableByte(vocab.tokens[token]!));
+    if (!speaks) output.fill(0, token * nEmbd, (token + 1) * nEmbd);
+  });
+
+  const tensors: GgufTensor[] = [
+    { name: "token_embd.weight", dims: [nEmbd, nVocab], data: embd },
+    { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
+    { name: "output.weight", dims: [nEmbd, nVocab], data: output },
+  ];
+  for (let l = 0; l < nLayers; l++) {
+    const p = `blk.${l}`;
+    tensors.push(
+      { name: `${p}.attn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
+      { name: `${p}.attn_q.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_k.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_v.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_output.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.ffn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
+      { name: `${p}.ffn_gate.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
+      { name: `${p}.ffn_up.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
+      { name: `${p}.ffn_down.weight`, dims: [nFf, nEmbd], data: dense(nEmbd, nFf) },
+    );
+  }
+
+  const template = readFileSync(new URL("../resources/test-model/chat-template.jinja", import.meta.url), "utf8");
+  const u32 = (value: number): GgufValue => ({ type: "u32", value });
+  const metadata: Array<[string, GgufValue]> = [
+    ["general.architecture", { type: "string", value: "llama" }],
+    ["general.name", { type: "string", value: "svc peer bench model" }],
+    ["general.description", { type: "string", value: `Random weights (seed ${seed}) for speed comparisons; not a language model.` }],
+    ["llama.context_length", u32(contextLength)],
+    ["llama.embedding_length", u32(nEmbd)],
+    ["llama.block_count", u32(nLayers)],
+    ["llama.feed_forward_length", u32(nFf)],
+    ["llama.attention.head_count", u32(nHead)],
+    ["llama.attention.head_count_kv", u32(nHead)],
+    ["llama.rope.dimension_count", u32(nEmbd / nHead)],
+    ["llama.attention.layer_norm_rms_epsilon", { type: "f32", value: 1e-5 }],
+    ["llama.vocab_size", u32(nVocab)],
+    ["tokenizer.ggml.model", { type: "string", value: "llama" }],
+    ["tokenizer.ggml.tokens", { type: "array", itemType: "string", value: vocab.tokens }],
+    ["tokenizer.ggml.scores", { type: "array", itemType: "f32", value: vocab.tokens.map(() => 0) }],
+    ["tokenizer.ggml.token_type", { type: "array", itemType: "i32", value: vocab.types }],
+    ["tokenizer.ggml.bos_token_id", u32(vocab.id("<s>"))],
+    ["tokenizer.ggml.eos_token_id", u32(vocab.id("<|im_end|>"))],
+    ["tokenizer.ggml.unknown_token_id", u32(vocab.id("<unk>"))],
+    ["tokenizer.ggml.padding_token_id", u32(vocab.id("<|endoftext|>"))],
+    ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_eos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
+    ["tokenizer.chat_template", { type: "string", value: template }],
+  ];
+  return encodeGguf(metadata, tensors);
+}
+
+/** Writes the model once (same seed, same bytes); later calls reuse the file. */
+export function ensurePeerModel(path: string, shape: PeerModelShape = PEER_MODEL): string {
+  if (existsSync(path)) return path;
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(`${path}.partial`, buildPeerModel(shape));
+  renameSync(`${path}.partial`, path);
+  return path;
+}

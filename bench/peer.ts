@@ -1,0 +1,388 @@
+// Benchmark against the peer a user would otherwise pick: llama.cpp's own llama-server, built from the same
+// llama.cpp source node-llama-cpp ships, on the same model file, with the same threads, slots and context.
+// Both servers run side by side; every measure alternates between them, round after round, so machine drift
+// hits both alike. Ratios are ours ÷ llama-server, higher is better (TTFT is inverted).
+//
+// Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
+//                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
+// Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import { createServer } from "node:net";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { defaultThreads } from "../server/config.js";
+import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
+import { ensurePeerModel } from "./peer-model.js";
+import { buildVocab } from "../resources/test-model/tiny-model.js";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string" },
+    threads: { type: "string" },
+    rounds: { type: "string", default: "5" },
+    tokens: { type: "string", default: "200" },
+    slots: { type: "string", default: "4" },
+    "context-size": { type: "string", default: "4096" },
+    "prompt-tokens": { type: "string", default: "2000" },
+    "llama-server": { type: "string" },
+    /** Another build of ours to compare (its bin/svc.js), e.g. one using a locally built node-llama-cpp. */
+    svc: { type: "string" },
+    json: { type: "string" },
+    only: { type: "string" },
+  },
+});
+const rounds = Number(values.rounds);
+const tokens = Number(values.tokens);
+const slots = Number(values.slots);
+const contextSize = Number(values["context-size"]);
+const promptTokens = Number(values["prompt-tokens"]);
+const threadCounts = [
+  ...new Set((values.threads ?? `${defaultThreads()},${availableParallelism()}`).split(",").map((s) => Number(s.trim()))),
+];
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+
+// ---------------------------------------------------------------------------------------------------------
+// Servers
+
+interface Target {
+  name: "ours" | "llama-server";
+  url: string;
+  headers: Record<string, string>;
+  /** Extra body fields this server needs for the same request. */
+  extra: Record<string, unknown>;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+async function waitReady(url: string, headers: Record<string, string>, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
+    const status = await new Promise<number>((resolve) => {
+      const req = http.get(`${url}/v1/models`, { headers }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", () => resolve(0));
+    });
+    if (status === 200) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`server at ${url} not ready in time:\n${output()}`);
+}
+
+async function startOurs(model: string, threads: number): Promise<Target> {
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-peer-"));
+  const bin = values.svc ?? join(ROOT, "bin", "svc.js");
+  const created = spawnSync(process.execPath, [bin, "keys", "create", "--data-dir", dataDir, "--name", "bench"], { encoding: "utf8" });
+  if (created.status !== 0) throw new Error(`svc keys create failed: ${created.stderr}`);
+  const key = created.stdout.trim().split("\n").at(-1)!;
+  const port = await freePort();
+  const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--model", model, "--threads", String(threads), "--sequences", String(slots), "--context-size", String(contextSize), "--gpu", "cpu", "--log-level", "warn"];
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const headers = { authorization: `Bearer ${key}` };
+  await waitReady(url, headers, child, () => out);
+  return {
+    name: "ours",
+    url,
+    headers,
+    extra: { reasoning_effort: "none" },
+    async stop() {
+      await stopProcess(child);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startPeer(binary: string, model: string, threads: number): Promise<Target> {
+  const port = await freePort();
+  // Same threads (generation and prompt), same slots, same tokens per slot; everything else upstream's defaults.
+  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(slots), "-c", String(slots * contextSize), "--no-webui", "--log-disable"];
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url, {}, child, () => out);
+  return {
+    name: "llama-server",
+    url,
+    headers: {},
+    // Same prompt as ours in fast mode (the template's enable_thinking=false); nothing stops before max_tokens.
+    extra: { chat_template_kwargs: { enable_thinking: false } },
+    stop: () => stopProcess(child),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Client: plain node:http with keep-alive, reading as little of each stream as it can.
+
+// Streams open a connection each (llama-server hangs up on a keep-alive connection reused after a stream);
+// the GET measure keeps its 8 connections alive on both servers.
+const streamAgent = new http.Agent({ keepAlive: false, maxSockets: 64 });
+const getAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+interface StreamResult {
+  sent: number;
+  first: number;
+  end: number;
+  completionTokens: number;
+  promptTokens: number;
+}
+
+function streamChat(target: Target, messages: Array<{ role: string; content: string }>, maxTokens: number): Promise<StreamResult> {
+  const body = JSON.stringify({
+    model: "svc",
+    messages,
+    max_tokens: maxTokens,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...target.extra,
+  });
+  return new Promise((resolve, reject) => {
+    const sent = performance.now();
+    const req = http.request(
+      `${target.url}/v1/chat/completions`,
+      { method: "POST", agent: streamAgent, headers: { ...target.headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      (res) => {
+        let first = 0;
+        let tail = "";
+        let status = res.statusCode ?? 0;
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          // The first frame with generated text marks the first token.
+          if (first === 0 && /"content":"[^"]/.test(chunk)) first = performance.now();
+          tail = (tail + chunk).slice(-16384);
+        });
+        res.on("end", () => {
+          const end = performance.now();
+          if (status !== 200) return reject(new Error(`${target.name}: HTTP ${status}: ${tail.slice(0, 500)}`));
+          const usageFrame = tail
+            .split("\n")
+            .filter((l) => l.startsWith("data: {") && l.includes('"usage"'))
+            .map((l) => JSON.parse(l.slice(6)) as { usage?: { completion_tokens: number; prompt_tokens: number } | null })
+            .find((c) => c.usage);
+          if (!usageFrame?.usage) return reject(new Error(`${target.name}: no usage in the stream: ${tail.slice(-500)}`));
+          resolve({ sent, first: first || end, end, completionTokens: usageFrame.usage.completion_tokens, promptTokens: usageFrame.usage.prompt_tokens });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function getStatus(target: Target, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${target.url}${path}`, { agent: getAgent, headers: target.headers }, (res) => {
+      res.resume();
+      res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`${target.name} ${path}: HTTP ${res.statusCode}`))));
+    });
+    req.on("error", reject);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Measures
+
+const vocab = buildVocab();
+const words = [...vocab.thoughtWords, ...vocab.answerWords].map((id) => vocab.tokens[id]!.replace("\u2581", " "));
+
+/**
+ * Text of about n tokens. The vocabulary has no merges below its whole words, so the tokenizer spells
+ * running text byte by byte: one token per character.
+ */
+function wordsText(n: number, seed: number): string {
+  let x = seed >>> 0 || 1;
+  let out = "";
+  while (out.length < n) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out += words[(x >>> 0) % words.length];
+  }
+  return out.slice(0, n).trimStart();
+}
+
+let nonce = 1;
+const question = (tag: string) => [{ role: "user", content: `${tag} ${wordsText(12, nonce++)}` }];
+
+/** Decode rate of one stream: tokens after the first ÷ time after the first. */
+async function singleStream(t: Target): Promise<number> {
+  const r = await streamChat(t, question("single"), tokens);
+  if (r.completionTokens < tokens) throw new Error(`${t.name} stopped after ${r.completionTokens} of ${tokens} tokens`);
+  return (r.completionTokens - 1) / ((r.end - r.first) / 1000);
+}
+
+/** Aggregate rate of `slots` streams started together: all tokens ÷ time from the first token to the last. */
+async function concurrentStreams(t: Target): Promise<number> {
+  const rs = await Promise.all(Array.from({ length: slots }, (_, i) => streamChat(t, question(`concurrent ${i}`), tokens)));
+  const total = rs.reduce((a, r) => a + r.completionTokens, 0);
+  const first = Math.min(...rs.map((r) => r.first));
+  const end = Math.max(...rs.map((r) => r.end));
+  return (total - rs.length) / ((end - first) / 1000);
+}
+
+/** TTFT of a new ~2k-token prompt (nothing cached), then of a second question after the same prefix. */
+async function promptEval(t: Target, seed: number): Promise<{ cold: number; warm: number; promptTokens: number }> {
+  const prefix = wordsText(promptTokens, seed);
+  const cold = await streamChat(t, [{ role: "system", content: prefix }, { role: "user", content: "first question" }], 4);
+  const warm = await streamChat(t, [{ role: "system", content: prefix }, { role: "user", content: "second question" }], 4);
+  return { cold: cold.first - cold.sent, warm: warm.first - warm.sent, promptTokens: cold.promptTokens };
+}
+
+/** GET /v1/models requests per second, 8 keep-alive clients for about a second. */
+async function modelsRps(t: Target): Promise<number> {
+  const started = performance.now();
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (performance.now() - started < 1000) {
+        await getStatus(t, "/v1/models");
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+interface Series {
+  single: number[];
+  concurrent: number[];
+  cold: number[];
+  warm: number[];
+  models: number[];
+  promptTokens: number[];
+}
+const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], promptTokens: [] });
+
+async function measureThreads(binary: string, model: string, threads: number) {
+  log(`threads ${threads}: starting both servers (load ${load()})`);
+  const ours = await startOurs(model, threads);
+  const peer = await startPeer(binary, model, threads);
+  const series = { ours: emptySeries(), "llama-server": emptySeries() } as Record<Target["name"], Series>;
+  const loads: string[] = [load()];
+  const only = values.only?.split(",");
+  const want = (m: string) => !only || only.includes(m);
+  try {
+    // Warm-up: first requests pay for allocations, page faults of the weights and template compilation.
+    for (const t of [ours, peer]) {
+      log(`warm-up ${t.name}`);
+      await singleStream(t);
+      await concurrentStreams(t);
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [ours, peer] : [peer, ours];
+      for (const t of order) if (want("single")) series[t.name].single.push(await singleStream(t));
+      for (const t of order) if (want("concurrent")) series[t.name].concurrent.push(await concurrentStreams(t));
+      for (const t of order) {
+        if (!want("prompt")) continue;
+        const p = await promptEval(t, 1000 * threads + 10 * round + (t === ours ? 1 : 2));
+        series[t.name].cold.push(p.cold);
+        series[t.name].warm.push(p.warm);
+        series[t.name].promptTokens.push(p.promptTokens);
+      }
+      for (const t of order) if (want("models")) series[t.name].models.push(await modelsRps(t));
+      loads.push(load());
+      log(`threads ${threads}: round ${round + 1}/${rounds} done (load ${load()})`);
+    }
+  } finally {
+    await ours.stop();
+    await peer.stop();
+  }
+  return { threads, series, loads };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+
+type Result = Awaited<ReturnType<typeof measureThreads>>;
+
+function report(results: Result[]): string {
+  const lines: string[] = [];
+  const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
+  const head = `| Measure | ${results.map((r) => `threads ${r.threads}`).join(" | ")} |`;
+  lines.push(head, `|---|${results.map(() => "---").join("|")}|`);
+  const row = (label: string, cell: (r: Result) => string) => lines.push(`| ${label} | ${results.map(cell).join(" | ")} |`);
+  const m = (r: Result, who: Target["name"], k: keyof Series) => median(r.series[who][k]);
+  const ratioCell = (r: Result, k: keyof Series, unit: string, invert = false, digits = 1) => {
+    const a = m(r, "ours", k);
+    const b = m(r, "llama-server", k);
+    const ratio = invert ? b / a : a / b;
+    return `**${fmt(ratio, 2)}** (${fmt(a, digits)}${unit} vs ${fmt(b, digits)}${unit})`;
+  };
+  row("single-stream decode tokens/s", (r) => ratioCell(r, "single", ""));
+  row(`${slots} concurrent streams, aggregate tokens/s`, (r) => ratioCell(r, "concurrent", ""));
+  row(`own ${slots}-stream aggregate ÷ own single stream`, (r) => {
+    const ours = m(r, "ours", "concurrent") / m(r, "ours", "single");
+    const peer = m(r, "llama-server", "concurrent") / m(r, "llama-server", "single");
+    return `ours ${fmt(ours, 2)}, llama-server ${fmt(peer, 2)} (**${fmt(ours / peer, 2)}**)`;
+  });
+  row(`prompt evaluation, ~${promptTokens}-token cold prompt (TTFT, inverted)`, (r) => ratioCell(r, "cold", " ms", true, 0));
+  row(`TTFT warm ÷ cold with the prefix cached`, (r) => {
+    const ours = m(r, "ours", "warm") / m(r, "ours", "cold");
+    const peer = m(r, "llama-server", "warm") / m(r, "llama-server", "cold");
+    return `ours ${fmt(ours, 3)}, llama-server ${fmt(peer, 3)}`;
+  });
+  row("GET /v1/models requests/s", (r) => ratioCell(r, "models", "", false, 0));
+  lines.push("");
+  lines.push("Ratios are ours ÷ llama-server (TTFT: llama-server ÷ ours); higher is better. Medians of the rounds.");
+  for (const r of results) {
+    const pt = `${median(r.series.ours.promptTokens)} vs ${median(r.series["llama-server"].promptTokens)}`;
+    const pairs = r.series.ours.single.map((x, i) => x / r.series["llama-server"].single[i]!);
+    lines.push(
+      `threads ${r.threads}: prompt tokens ${pt}; single-stream ratio per round ${pairs.map((x) => x.toFixed(2)).join(" ")}; load average per round ${r.loads.map((l) => l.split(" ")[0]).join(", ")}`,
+    );
+  }
+  return lines.join("\n");
+}
+
+const binary = values["llama-server"] ?? ensureLlamaServer(log);
+const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
+const cpu = cpus()[0]?.model ?? "unknown CPU";
+log(`llama-server ${binary}\nmodel ${model}\n${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens} tokens; ${slots} slots of ${contextSize}`);
+const results: Result[] = [];
+for (const threads of threadCounts) results.push(await measureThreads(binary, model, threads));
+const text = report(results);
+console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()}\n`);
+console.log(text);
+if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));
+streamAgent.destroy();
+getAgent.destroy();

@@ -1,0 +1,89 @@
+// The real engine with several sequences generating at once (they share llama.cpp batches, paced by
+// decode-round.ts): same answers as alone, no stream held up by another that stalls or is cancelled.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensurePeerModel } from "../../bench/peer-model.js";
+import { LlamaEngine } from "../../server/engine/llama-engine.js";
+import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
+
+let engine: LlamaEngine;
+let dir: string;
+
+// A small model with random weights that never ends its turn: every answer runs to max_tokens.
+const SHAPE = { nEmbd: 64, nLayers: 1, nHead: 2, nFf: 64, contextLength: 4096, seed: 20 };
+
+const ask = (text: string, maxTokens: number): EngineRequest => ({
+  messages: [{ role: "user", content: [{ type: "text", text }] }],
+  tools: [],
+  toolChoice: { type: "auto" },
+  parallelToolCalls: true,
+  output: { type: "text" },
+  mode: "fast",
+  reasoningBudget: 0,
+  maxTokens,
+  stopSequences: [],
+  sampling: { temperature: 0 },
+});
+
+async function answer(request: EngineRequest, signal = new AbortController().signal): Promise<{ text: string; tokens: number }> {
+  let text = "";
+  let tokens = 0;
+  for await (const e of engine.generate(request, signal)) {
+    if (e.type === "text.delta") text += e.text;
+    if (e.type === "done") tokens = e.outcome.usage.completionTokens;
+  }
+  return { text, tokens };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "svc-parallel-"));
+  const modelPath = ensurePeerModel(join(dir, "random.gguf"), SHAPE);
+  engine = await LlamaEngine.load({ modelPath, threads: 1, sequences: 4, contextSize: 1024, gpu: "cpu" });
+});
+afterAll(async () => {
+  await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("LlamaEngine with 4 sequences", () => {
+  const prompts = ["first stream", "second stream", "third one", "and a fourth"];
+
+  it("gives each of 4 concurrent greedy requests the answer it gets alone", async () => {
+    const alone: string[] = [];
+    for (const p of prompts) alone.push((await answer(ask(p, 48))).text);
+    const together = await Promise.all(prompts.map((p) => answer(ask(p, 48))));
+    expect(together.map((r) => r.tokens)).toEqual([48, 48, 48, 48]);
+    expect(together.map((r) => r.text)).toEqual(alone);
+  });
+
+  it("keeps the other streams generating while one stalls (its reader stops pulling events)", async () => {
+    const stalled = engine.generate(ask(prompts[0]!, 400), new AbortController().signal);
+    const first = await stalled.next();
+    expect(first.value).toMatchObject({ type: "start" });
+    await stalled.next();
+    // The stalled generation holds a token and asks for no more; the others must still finish.
+    const started = performance.now();
+    const others = await Promise.all(prompts.slice(1).map((p) => answer(ask(p, 64))));
+    expect(others.map((r) => r.tokens)).toEqual([64, 64, 64]);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    await stalled.return(undefined);
+  });
+
+  it("lets the others finish when one is cancelled in the middle", async () => {
+    const controller = new AbortController();
+    const cancelled = (async () => {
+      let n = 0;
+      for await (const e of engine.generate(ask(prompts[0]!, 400), controller.signal)) {
+        if (e.type === "text.delta" && ++n === 10) controller.abort();
+      }
+      return n;
+    })();
+    const others = await Promise.all(prompts.slice(1).map((p) => answer(ask(p, 64))));
+    expect(others.map((r) => r.tokens)).toEqual([64, 64, 64]);
+    expect(await cancelled).toBeLessThan(400);
+    // The sequences are free again: a new request runs.
+    expect((await answer(ask("after", 8))).tokens).toBe(8);
+  });
+});

@@ -1,0 +1,72 @@
+import type { LlamaContext } from "node-llama-cpp";
+import { describe, expect, it } from "vitest";
+import { applyThreadSplit, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
+
+describe("splitThreads", () => {
+  it("leaves a core to the JavaScript thread while generating when the threads take every core", () => {
+    expect(splitThreads(2, 2)).toEqual({ prompt: 2, generation: 1 });
+    expect(splitThreads(8, 8)).toEqual({ prompt: 8, generation: 7 });
+    expect(splitThreads(4, 2)).toEqual({ prompt: 4, generation: 1 });
+  });
+
+  it("keeps every thread for a build with OpenMP, whose threads sleep instead of spinning", () => {
+    expect(splitThreads(2, 2, true)).toEqual({ prompt: 2, generation: 2 });
+    expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 |")).toBe(true);
+    expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | REPACK = 1 |")).toBe(false);
+  });
+
+  it("changes nothing when a core is free anyway", () => {
+    expect(splitThreads(1, 2)).toEqual({ prompt: 1, generation: 1 });
+    expect(splitThreads(4, 8)).toEqual({ prompt: 4, generation: 4 });
+    expect(splitThreads(1, 1)).toEqual({ prompt: 1, generation: 1 });
+  });
+});
+
+/** Stands in for node-llama-cpp's context binding: records the thread count each decode ran with. */
+function fakeContext() {
+  const decodedWith: number[] = [];
+  let threads = 0;
+  const binding = {
+    initBatch: (_size: number) => undefined,
+    addToBatch: (_seq: number, _first: number, tokens: Uint32Array, _logits: Uint32Array) => new Uint32Array(tokens.length > 0 ? 1 : 0),
+    setThreads: (n: number) => void (threads = n),
+    getThreads: () => threads,
+    decodeBatch: async () => void decodedWith.push(threads),
+  };
+  const context = { _ctx: binding as unknown };
+  /** Drives the binding the way node-llama-cpp's decode loop does. */
+  const decode = async (chunks: number[], contextThreads: number) => {
+    const ctx = context._ctx as typeof binding;
+    ctx.initBatch(chunks.reduce((a, b) => a + b, 0));
+    chunks.forEach((n, seq) => ctx.addToBatch(seq, 0, new Uint32Array(n), new Uint32Array([n - 1])));
+    ctx.setThreads(contextThreads);
+    await ctx.decodeBatch();
+  };
+  return { context: context as unknown as LlamaContext, decode, decodedWith, binding: () => context._ctx as typeof binding };
+}
+
+describe("applyThreadSplit", () => {
+  it("decodes generation steps with the generation count and prompt batches with all threads", async () => {
+    const fake = fakeContext();
+    expect(applyThreadSplit(fake.context, { prompt: 2, generation: 1 })).toBe(true);
+    await fake.decode([40], 2); // a prompt
+    await fake.decode([1], 2); // one sequence generating
+    await fake.decode([1, 1, 1, 1], 2); // four generating together
+    await fake.decode([1, 1, 300], 2); // two generating while a third reads its prompt
+    expect(fake.decodedWith).toEqual([2, 1, 1, 2]);
+    expect(fake.binding().getThreads()).toBe(2);
+  });
+
+  it("leaves the context alone when there is nothing to split", () => {
+    const fake = fakeContext();
+    const before = fake.binding();
+    expect(applyThreadSplit(fake.context, { prompt: 1, generation: 1 })).toBe(true);
+    expect(fake.binding()).toBe(before);
+  });
+
+  it("reports false and changes nothing when the binding is not the one it knows", () => {
+    const context = { _ctx: { decodeBatch: async () => undefined } };
+    expect(applyThreadSplit(context as unknown as LlamaContext, { prompt: 2, generation: 1 })).toBe(false);
+    expect(Object.keys(context._ctx)).toEqual(["decodeBatch"]);
+  });
+});
