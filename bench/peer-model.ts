@@ -7,10 +7,10 @@
 // the ~280 word and printable-byte tokens get random logits, so greedy decoding never ends the turn, never
 // opens a thought or a tool call and never writes a broken UTF-8 sequence. Every answer runs to max_tokens
 // on both servers, with the same text.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { encodeGguf, type GgufTensor, type GgufValue } from "../resources/test-model/gguf-writer.js";
-import { buildVocab, mulberry32 } from "../resources/test-model/tiny-model.js";
+import { encodeGguf, type GgufTensor } from "../resources/test-model/gguf-writer.js";
+import { buildVocab, llamaMetadata, mulberry32 } from "../resources/test-model/tiny-model.js";
 
 export const PEER_MODEL = { nEmbd: 512, nLayers: 8, nHead: 8, nFf: 1536, contextLength: 32768, seed: 20 } as const;
 
@@ -68,34 +68,17 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
     );
   }
 
-  const template = readFileSync(new URL("../resources/test-model/chat-template.jinja", import.meta.url), "utf8");
-  const u32 = (value: number): GgufValue => ({ type: "u32", value });
-  const metadata: Array<[string, GgufValue]> = [
-    ["general.architecture", { type: "string", value: "llama" }],
-    ["general.name", { type: "string", value: "svc peer bench model" }],
-    ["general.description", { type: "string", value: `Random weights (seed ${seed}) for speed comparisons; not a language model.` }],
-    ["llama.context_length", u32(contextLength)],
-    ["llama.embedding_length", u32(nEmbd)],
-    ["llama.block_count", u32(nLayers)],
-    ["llama.feed_forward_length", u32(nFf)],
-    ["llama.attention.head_count", u32(nHead)],
-    ["llama.attention.head_count_kv", u32(nHead)],
-    ["llama.rope.dimension_count", u32(nEmbd / nHead)],
-    ["llama.attention.layer_norm_rms_epsilon", { type: "f32", value: 1e-5 }],
-    ["llama.vocab_size", u32(nVocab)],
-    ["tokenizer.ggml.model", { type: "string", value: "llama" }],
-    ["tokenizer.ggml.tokens", { type: "array", itemType: "string", value: vocab.tokens }],
-    ["tokenizer.ggml.scores", { type: "array", itemType: "f32", value: vocab.tokens.map(() => 0) }],
-    ["tokenizer.ggml.token_type", { type: "array", itemType: "i32", value: vocab.types }],
-    ["tokenizer.ggml.bos_token_id", u32(vocab.id("<s>"))],
-    ["tokenizer.ggml.eos_token_id", u32(vocab.id("<|im_end|>"))],
-    ["tokenizer.ggml.unknown_token_id", u32(vocab.id("<unk>"))],
-    ["tokenizer.ggml.padding_token_id", u32(vocab.id("<|endoftext|>"))],
-    ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
-    ["tokenizer.ggml.add_eos_token", { type: "bool", value: false }],
-    ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
-    ["tokenizer.chat_template", { type: "string", value: template }],
-  ];
+  const metadata = llamaMetadata({
+    name: "svc peer bench model",
+    description: `Random weights (seed ${seed}) for speed comparisons; not a language model.`,
+    contextLength,
+    nEmbd,
+    nLayers,
+    nFf,
+    nHead,
+    rmsEpsilon: 1e-5,
+    vocab,
+  });
   return encodeGguf(metadata, tensors);
 }
 

@@ -167,6 +167,49 @@ export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED): Floa
   return rows;
 }
 
+/** The GGUF metadata of a llama-architecture model with this project's vocabulary and chat template. */
+export function llamaMetadata(shape: {
+  name: string;
+  description: string;
+  contextLength: number;
+  nEmbd: number;
+  nLayers: number;
+  nFf: number;
+  nHead: number;
+  rmsEpsilon: number;
+  vocab: TinyVocab;
+}): Array<[string, GgufValue]> {
+  const { vocab, nEmbd, nHead } = shape;
+  const template = readFileSync(new URL("./chat-template.jinja", import.meta.url), "utf8");
+  const u32 = (value: number): GgufValue => ({ type: "u32", value });
+  return [
+    ["general.architecture", { type: "string", value: "llama" }],
+    ["general.name", { type: "string", value: shape.name }],
+    ["general.description", { type: "string", value: shape.description }],
+    ["llama.context_length", u32(shape.contextLength)],
+    ["llama.embedding_length", u32(nEmbd)],
+    ["llama.block_count", u32(shape.nLayers)],
+    ["llama.feed_forward_length", u32(shape.nFf)],
+    ["llama.attention.head_count", u32(nHead)],
+    ["llama.attention.head_count_kv", u32(nHead)],
+    ["llama.rope.dimension_count", u32(nEmbd / nHead)],
+    ["llama.attention.layer_norm_rms_epsilon", { type: "f32", value: shape.rmsEpsilon }],
+    ["llama.vocab_size", u32(vocab.tokens.length)],
+    ["tokenizer.ggml.model", { type: "string", value: "llama" }],
+    ["tokenizer.ggml.tokens", { type: "array", itemType: "string", value: vocab.tokens }],
+    ["tokenizer.ggml.scores", { type: "array", itemType: "f32", value: vocab.tokens.map(() => 0) }],
+    ["tokenizer.ggml.token_type", { type: "array", itemType: "i32", value: vocab.types }],
+    ["tokenizer.ggml.bos_token_id", u32(vocab.id("<s>"))],
+    ["tokenizer.ggml.eos_token_id", u32(vocab.id("<|im_end|>"))],
+    ["tokenizer.ggml.unknown_token_id", u32(vocab.id("<unk>"))],
+    ["tokenizer.ggml.padding_token_id", u32(vocab.id("<|endoftext|>"))],
+    ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_eos_token", { type: "bool", value: false }],
+    ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
+    ["tokenizer.chat_template", { type: "string", value: template }],
+  ];
+}
+
 export interface TinyModelOptions {
   seed?: number;
   contextLength?: number;
@@ -208,35 +251,18 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     { name: "blk.0.ffn_down.weight", dims: [nFf, nEmbd], data: zeros(nEmbd * nFf) },
   ];
 
-  const template = readFileSync(new URL("./chat-template.jinja", import.meta.url), "utf8");
-  const u32 = (value: number): GgufValue => ({ type: "u32", value });
-  const metadata: Array<[string, GgufValue]> = [
-    ["general.architecture", { type: "string", value: "llama" }],
-    ["general.name", { type: "string", value: "svc tiny test model" }],
-    ["general.description", { type: "string", value: `Seeded Markov-chain test model (seed ${seed}); not a language model.` }],
+  const metadata = llamaMetadata({
+    name: "svc tiny test model",
+    description: `Seeded Markov-chain test model (seed ${seed}); not a language model.`,
     // Long enough for a coding agent's first request (Claude Code's is ~49k tokens under this tokenizer).
-    ["llama.context_length", u32(options.contextLength ?? 65536)],
-    ["llama.embedding_length", u32(nEmbd)],
-    ["llama.block_count", u32(1)],
-    ["llama.feed_forward_length", u32(nFf)],
-    ["llama.attention.head_count", u32(nHead)],
-    ["llama.attention.head_count_kv", u32(nHead)],
-    ["llama.rope.dimension_count", u32(nEmbd / nHead)],
-    ["llama.attention.layer_norm_rms_epsilon", { type: "f32", value: 1e-6 }],
-    ["llama.vocab_size", u32(nVocab)],
-    ["tokenizer.ggml.model", { type: "string", value: "llama" }],
-    ["tokenizer.ggml.tokens", { type: "array", itemType: "string", value: vocab.tokens }],
-    ["tokenizer.ggml.scores", { type: "array", itemType: "f32", value: vocab.tokens.map(() => 0) }],
-    ["tokenizer.ggml.token_type", { type: "array", itemType: "i32", value: vocab.types }],
-    ["tokenizer.ggml.bos_token_id", u32(vocab.id("<s>"))],
-    ["tokenizer.ggml.eos_token_id", u32(vocab.id("<|im_end|>"))],
-    ["tokenizer.ggml.unknown_token_id", u32(vocab.id("<unk>"))],
-    ["tokenizer.ggml.padding_token_id", u32(vocab.id("<|endoftext|>"))],
-    ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
-    ["tokenizer.ggml.add_eos_token", { type: "bool", value: false }],
-    ["tokenizer.ggml.add_space_prefix", { type: "bool", value: false }],
-    ["tokenizer.chat_template", { type: "string", value: template }],
-  ];
+    contextLength: options.contextLength ?? 65536,
+    nEmbd,
+    nLayers: 1,
+    nFf,
+    nHead,
+    rmsEpsilon: 1e-6,
+    vocab,
+  });
   if (options.padBytes) metadata.push(["svc.test.padding", { type: "string", value: "x".repeat(options.padBytes) }]);
   return encodeGguf(metadata, tensors);
 }
