@@ -13,6 +13,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
+import { registerAgentRoutes } from "../features/agent/routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerBatchRoutes } from "../features/batches/routes.js";
 import { registerFilesRoutes } from "../features/files/routes.js";
@@ -95,7 +96,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin === undefined || corsOriginAllowed(origin, options.corsOrigins)),
     methods: ["GET", "POST", "DELETE", "OPTIONS"],
-    exposedHeaders: ["x-request-id", "request-id", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"],
+    exposedHeaders: ["x-request-id", "request-id", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-run-id"],
     maxAge: 600,
     strictPreflight: false,
   });
@@ -206,6 +207,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     [registerAuditRoutes, "openai"],
     [registerBatchRoutes, "anthropic"],
     [registerFilesRoutes, "openai"],
+    [registerAgentRoutes, "openai"],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);

@@ -50,6 +50,8 @@ export interface RequestContext {
   /** Set when a batch or agent run is involved. */
   batchId?: string;
   runId?: string;
+  /** An agent run's outcome (its status and number of steps), for the audit record. */
+  run?: { status: string; steps: number };
 }
 
 /** How a request ended, for observers (the audit record). */
@@ -75,6 +77,8 @@ export interface ServerDeps {
   version: string;
   /** Message batches (/v1/messages/batches); without it those paths are 404. */
   batches?: BatchService;
+  /** Agent runs (/v1/agent/run): limits; defaults in server/features/agent. */
+  agent?: { runsPerAccount?: number };
   /** Sees every finished request: the audit feature records key requests here. */
   observers?: RequestObserver[];
   /** How long a stream may wait (queue, prompt) before its first keep-alive comment; default KEEPALIVE_MS. */

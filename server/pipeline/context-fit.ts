@@ -51,7 +51,7 @@ const INPUT_PARAM: Record<SurfaceName, string> = {
   messages: "messages",
   responses: "input",
   batch: "messages",
-  agent: "messages",
+  agent: "input",
 };
 
 /** The engine's context-too-long error names `messages`; on the Responses surface the input is `input`. */

@@ -25,6 +25,9 @@ export interface AuditRow {
   session_id: string | null;
   batch_id: string | null;
   run_id: string | null;
+  /** An agent run's final status and its number of steps (migration 0006). */
+  run_status: string | null;
+  run_steps: number | null;
 }
 
 export interface AuditFilter {
@@ -69,6 +72,8 @@ const COLUMNS = [
   "session_id",
   "batch_id",
   "run_id",
+  "run_status",
+  "run_steps",
 ] as const;
 
 function where(filter: AuditFilter): { sql: string; params: unknown[] } {

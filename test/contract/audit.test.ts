@@ -62,6 +62,8 @@ function row(partial: Partial<AuditRow> & { request_id: string; account_id: stri
     session_id: null,
     batch_id: null,
     run_id: null,
+    run_status: null,
+    run_steps: null,
     ...partial,
   };
 }
@@ -117,6 +119,8 @@ describe("audit records", () => {
       session_id: "sess-1",
       batch_id: null,
       run_id: null,
+      run_status: null,
+      run_steps: null,
     });
     expect(Math.abs(chat.created_at - Date.now() / 1000)).toBeLessThan(60);
     expect(chat.ttft_ms!).toBeLessThanOrEqual(chat.latency_ms);

@@ -10,6 +10,7 @@ import { ATTACH_ACCEPT, ATTACHABLE_WORDS, hasPreview, screenAttachment } from ".
 import { describeChatError, isKeyRefused, missingFileId } from "../chat/chat-errors";
 import { ChatList } from "../chat/chat-list";
 import { deleteAllChats, deleteChat, listChats, saveChat, titleFor, type SavedChat } from "../chat/chat-store";
+import { AgentPanel } from "../chat/agent-panel";
 import { SettingsDrawer } from "../chat/settings-drawer";
 import { TurnView } from "../chat/turn-view";
 import type { Attachment, PendingAttachment, ProblemAction, Turn, TurnStats } from "../chat/types";
@@ -104,6 +105,8 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
   const [notice, setNotice] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
   const [drawerOpen, setDrawerOpen] = useState(false);
+  /** Agent mode: the server's agent run over picked files instead of a chat (chat/agent-panel.tsx). */
+  const [agentMode, setAgentMode] = useState(false);
   const [listOpen, setListOpen] = useState(false);
   const [announcement, setAnnouncement] = useState("");
   const [storageError, setStorageError] = useState<string | null>(null);
@@ -544,7 +547,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
             <button className="chats-toggle" aria-expanded={listOpen} onClick={() => setListOpen((v) => !v)}>
               Chats
             </button>
-            <h1 id="chat-title">{current?.title ?? (turns.length ? titleFor(turns) : "Chat")}</h1>
+            <h1 id="chat-title">{agentMode ? "Agent" : (current?.title ?? (turns.length ? titleFor(turns) : "Chat"))}</h1>
           </div>
           <div className="toolbar">
             <label>
@@ -560,6 +563,9 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
             <button data-testid="chat-settings" aria-expanded={drawerOpen} aria-controls="chat-settings-drawer" onClick={() => setDrawerOpen((v) => !v)}>
               <Settings2 size={15} aria-hidden /> Settings
             </button>
+            <button data-testid="chat-agent-mode" aria-pressed={agentMode} onClick={() => setAgentMode((v) => !v)} disabled={streaming}>
+              Agent
+            </button>
             <button data-testid="chat-export" onClick={exportConversation} disabled={turns.length === 0}>
               Export
             </button>
@@ -571,6 +577,10 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
           </p>
         )}
 
+        {agentMode && info ? (
+          <AgentPanel baseUrl={info.openaiBaseUrl} effort={effort} />
+        ) : (
+        <>
         <div className="turns" ref={listRef} onScroll={onScroll} data-testid="chat-turns" tabIndex={0} aria-label="Conversation">
           {turns.length === 0 && (
             <EmptyChat info={info} status={status} offer={offer} download={runningDownload} downloads={downloads} onGo={onGo} onRefresh={onRefresh} />
@@ -669,6 +679,8 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
           <p className="muted small" data-testid="chat-blocked">
             {blocked}
           </p>
+        )}
+        </>
         )}
       </div>
 

@@ -45,6 +45,9 @@ export interface AuditRecord {
   session_id: string | null;
   batch_id: string | null;
   run_id: string | null;
+  /** For an agent run (POST /v1/agent/run): how it ended and how many steps it took. */
+  run_status: string | null;
+  run_steps: number | null;
 }
 
 export interface AuditList {
@@ -129,6 +132,8 @@ function toRecord(row: AuditRow): AuditRecord {
     session_id: row.session_id,
     batch_id: row.batch_id,
     run_id: row.run_id,
+    run_status: row.run_status ?? null,
+    run_steps: row.run_steps ?? null,
   };
 }
 
@@ -197,6 +202,8 @@ export class AuditService {
       session_id: ctx.inference.sessionId ?? null,
       batch_id: ctx.batchId ?? null,
       run_id: ctx.runId ?? null,
+      run_status: ctx.run?.status ?? null,
+      run_steps: ctx.run?.steps ?? null,
     });
     if (this.pending.length >= 1000) this.flush();
     else if (!this.flushScheduled) {
