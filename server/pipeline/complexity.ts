@@ -51,14 +51,13 @@ export function planComplexity(request: InferenceRequest, estimatedPromptTokens:
 }
 
 export function assessComplexity(request: InferenceRequest, outcome: EngineOutcome, plan: ComplexityPlan): Complexity {
-  const thinking = outcome.mode === "thinking";
   return {
     score: plan.score,
     level: plan.level,
     mode: outcome.mode,
     effort: request.reasoning.effort,
-    reasoning_cap: thinking ? plan.cap : 0,
-    reasoning_budget: thinking ? plan.budget : 0,
+    reasoning_cap: plan.cap,
+    reasoning_budget: plan.budget,
     reasoning_tokens: outcome.usage.reasoningTokens,
     prompt_tokens: outcome.usage.promptTokens,
     tools: request.tools.length,
