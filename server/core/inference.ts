@@ -75,9 +75,16 @@ export interface ReasoningRequest {
   budgetTokens: number;
   /** What the client asked for, for svc_complexity and traces: e.g. "medium", "haiku", "enabled:2048". */
   effort: string;
+  /**
+   * The effort's own budget, within which svc_complexity steers (docs/api.md, "Glassbox"); absent when the
+   * caller set the budget exactly (Messages `thinking.budget_tokens`). `budgetTokens` stays the hard cap.
+   */
+  steerWithin?: number;
 }
 
 export interface GlassboxOptions {
+  /** Score the answer from its token probabilities (default true); false gives the trace with confidence null. */
+  confidence?: boolean;
   /** Below this confidence the answer finishes with low_confidence. */
   threshold?: number;
   /** Below this confidence the service abstains (finish abstained). */
@@ -103,6 +110,8 @@ export interface InferenceRequest {
   stopSequences: string[];
   sampling: SamplingOptions;
   glassbox?: GlassboxOptions;
+  /** Chat `logprobs` / Responses `include: ["message.output_text.logprobs"]`: per-token log-probabilities. */
+  logprobs?: { top: number };
   refusalMode?: RefusalMode;
   sessionId?: string;
   metadata?: Record<string, unknown>;
@@ -134,13 +143,25 @@ export interface Usage {
   reasoningTokens: number;
 }
 
-/** svc_complexity: a cheap description of how demanding the request was. See docs/api.md. */
+/** One answer token and its log-probability under the model (docs/api.md, "Glassbox"). */
+export interface TokenLogprob {
+  token: string;
+  bytes: number[];
+  logprob: number;
+  /** The most likely tokens at this position, most likely first (as many as top_logprobs asked). */
+  top: Array<{ token: string; bytes: number[]; logprob: number }>;
+}
+
+/** svc_complexity: an estimate, before generation, of how demanding the request is. See docs/api.md. */
 export interface Complexity {
-  /** 0..1, from prompt size, tools, structured output and reasoning used. */
+  /** 0..1, from prompt size, tools, structured output and the reasoning asked for. */
   score: number;
   level: "low" | "medium" | "high";
   mode: Mode;
   effort: string;
+  /** The effort's cap (and max_reasoning_tokens'); 0 in fast mode. */
+  reasoning_cap: number;
+  /** The budget that applied: the cap scaled by the score (docs/api.md). */
   reasoning_budget: number;
   reasoning_tokens: number;
   prompt_tokens: number;
@@ -148,18 +169,38 @@ export interface Complexity {
   structured_output: boolean;
 }
 
+/** A stretch of answer tokens with the lowest geometric-mean probability. */
+export interface WeakSpan {
+  text: string;
+  confidence: number;
+  /** Index of its first token among the scored answer tokens. */
+  token_offset: number;
+  tokens: number;
+}
+
 /** svc_trace: present when glassbox was requested. */
 export interface Trace {
-  /** 0..1; null until the glassbox feature computes it. */
+  /** 0..1, the geometric mean of the answer tokens' probabilities; null when confidence is off. */
   confidence: number | null;
+  /** How `confidence` was computed (null when off). */
+  confidence_method: "geometric_mean" | null;
+  /** Answer tokens that were scored (text and tool-call tokens the model sampled). */
+  scored_tokens: number;
+  weakest_spans: WeakSpan[];
   mode: Mode;
   effort: string;
   reasoning_budget: number;
   reasoning_tokens: number;
   cached_tokens: number;
   stop_reason: StopReason;
+  /** Why the model itself stopped, before glassbox or the refusal mode judged the answer. */
+  model_stop_reason: StopReason;
   threshold: number | null;
   abstain_below: number | null;
+  refusal_mode: RefusalMode;
+  /** Set when strict refusal mode withheld the answer, with why. */
+  refusal: string | null;
+  session_id: string | null;
 }
 
 export interface InferenceResult {
@@ -179,6 +220,10 @@ export interface InferenceResult {
   usage: Usage;
   complexity: Complexity;
   trace?: Trace;
+  /** The answer's tokens with their log-probabilities, when the request asked for logprobs. */
+  logprobs?: TokenLogprob[];
+  /** Strict refusal mode withheld the answer: why (text is then empty). */
+  refusal?: string;
 }
 
 export type InferenceEvent =
@@ -192,7 +237,8 @@ export type InferenceEvent =
       cacheWriteTokens?: number;
     }
   | { type: "reasoning.delta"; text: string }
-  | { type: "text.delta"; text: string }
+  /** `logprobs`: the tokens this text completes, when the request asked for logprobs (text may then be ""). */
+  | { type: "text.delta"; text: string; logprobs?: TokenLogprob[] }
   | { type: "tool_call.start"; index: number; id: string; name: string }
   | { type: "tool_call.delta"; index: number; argumentsDelta: string }
   | { type: "tool_call.end"; index: number; arguments: string }

@@ -22,11 +22,18 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { newId } from "../core/ids.js";
-import type { ToolCall, ToolDefinition } from "../core/inference.js";
+import type { TokenLogprob, ToolCall, ToolDefinition } from "../core/inference.js";
 import type { PromptSyntax } from "./prompt.js";
 import { TextTriggerMatcher } from "./text-matcher.js";
 import { TokenTextDecoder } from "./token-decoder.js";
-import type { EngineEvent, EngineOutcome, EngineRequest } from "./types.js";
+import { metadataFor, scoreToken, type SampledToken } from "./token-probabilities.js";
+import type { EngineEvent, EngineOutcome, EngineRequest, ScoredToken } from "./types.js";
+
+/** What llama.cpp is asked to report with each sampled token (nothing, unless the request scores tokens). */
+export interface TokenMetadata {
+  confidence?: boolean;
+  probabilities?: boolean;
+}
 
 export interface CompiledGrammars {
   /** Grammar for the answer (json_object / json_schema output), if any. */
@@ -49,10 +56,10 @@ export interface GenerationSetup {
   grammars: CompiledGrammars;
   signal: AbortSignal;
   /**
-   * Starts an evaluation on the sequence; the engine wraps `sequence.evaluate` to pace the tokens of
-   * sequences that generate together (see decode-round.ts). Default: `sequence.evaluate`.
+   * Starts an evaluation on the sequence; the engine wraps `sequence.evaluateWithMetadata` to pace the tokens
+   * of sequences that generate together (see decode-round.ts). Default: `sequence.evaluateWithMetadata`.
    */
-  evaluate?: (tokens: Token[], options: SequenceEvaluateOptions) => AsyncIterable<Token>;
+  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions) => AsyncIterable<SampledToken>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -101,6 +108,29 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   let openCall: ToolCall | null = null;
   let toolText = "";
   const punish: Token[] = [];
+
+  // Token probabilities (only when the request asks): scored answer and tool tokens, and the visible
+  // answer's tokens, each released to a text.delta once the text it completes has been emitted.
+  const probe = request.tokenProbabilities;
+  const topN = probe ? Math.max(0, Math.min(20, probe.top)) : 0;
+  const scored: ScoredToken[] = [];
+  const contentLogprobs: TokenLogprob[] = [];
+  /** Answer tokens waiting for their text to be emitted, with where their text ends in the raw answer. */
+  const unreleased: Array<{ entry: TokenLogprob; end: number }> = [];
+  /** Entries whose text has been emitted, waiting for the next text.delta. */
+  let released: TokenLogprob[] = [];
+  /** Raw answer characters pushed into the stop matcher, and emitted by it. */
+  let answerIn = 0;
+  let answerOut = 0;
+  const pieceOf = (token: Token) => model.detokenize([token], false);
+  const describe = (token: Token, logprob: number) => {
+    // Special tokens (an alternative may be the end of the turn) are shown as written, e.g. <|im_end|>.
+    const text = model.detokenize([token], true);
+    return { token: text, bytes: [...Buffer.from(text, "utf8")], logprob };
+  };
+  const releaseUpTo = (out: number) => {
+    while (unreleased.length > 0 && unreleased[0]!.end <= out) released.push(unreleased.shift()!.entry);
+  };
 
   const stopTriggers = request.stopSequences.map((s) => ({ kind: "stop" as const, text: s }));
   const answerMatcher = new TextTriggerMatcher<"stop" | "tool">([
@@ -152,7 +182,17 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     };
   }
 
+  /** Probabilities are asked for in the answer and tool-call phases only: reasoning is not scored. */
+  const noMetadata: TokenMetadata = {};
+  const scoringMetadata: TokenMetadata = probe ? metadataFor(topN, sampling.temperature) : noMetadata;
+  const metadataFor_ = (phase: Phase): TokenMetadata =>
+    probe && (phase.kind === "answer" || phase.kind === "tool_name" || phase.kind === "tool_args") ? scoringMetadata : noMetadata;
+
   const emitText = (chunk: string): EngineEvent[] => {
+    if (probe) {
+      answerOut += chunk.length;
+      releaseUpTo(answerOut);
+    }
     if (!textStarted) {
       chunk = chunk.trimStart();
       if (chunk === "") return [];
@@ -160,7 +200,11 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     }
     if (chunk === "") return [];
     text += chunk;
-    return [{ type: "text.delta", text: chunk }];
+    if (released.length === 0) return [{ type: "text.delta", text: chunk }];
+    const logprobs = released;
+    released = [];
+    contentLogprobs.push(...logprobs);
+    return [{ type: "text.delta", text: chunk, logprobs }];
   };
 
   const emitReasoning = (chunk: string): EngineEvent[] => {
@@ -231,12 +275,16 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
-    const iterator = setup.evaluate ? setup.evaluate(feed, optionsFor(phase)) : sequence.evaluate(feed, optionsFor(phase));
+    const metadata = metadataFor_(phase);
+    const iterator = setup.evaluate
+      ? setup.evaluate(feed, metadata, optionsFor(phase))
+      : (sequence.evaluateWithMetadata(feed, metadata, optionsFor(phase)) as AsyncIterable<SampledToken>);
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;
     let ended = true;
 
-    for await (const token of iterator) {
+    for await (const sampled of iterator) {
+      const token = sampled.token;
       if (signal.aborted) return;
       if (!started) {
         started = true;
@@ -249,6 +297,13 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       if (!eog) {
         completion += 1;
         punish.push(token);
+      }
+      let answerEntry: TokenLogprob | null = null;
+      if (metadata !== noMetadata && !eog) {
+        const score = scoreToken(sampled, sampling.temperature, topN);
+        scored.push({ text: pieceOf(token), logprob: score.logprob });
+        if (phase.kind === "answer")
+          answerEntry = { ...describe(token, score.logprob), top: score.top.map((t) => describe(t.token, t.logprob)) };
       }
 
       switch (phase.kind) {
@@ -289,7 +344,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
             finish("end_turn");
             break;
           }
-          events.push(...emitAnswerText(decoder.push(token), token, nextFeed));
+          const piece = decoder.push(token);
+          if (answerEntry) unreleased.push({ entry: answerEntry, end: answerIn + piece.length });
+          events.push(...emitAnswerText(piece, token, nextFeed));
           if (end.stop === null && nextFeed.length > 0) nextPhase = { kind: "tool_name" };
           break;
         }
@@ -389,6 +446,12 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   if (signal.aborted) return;
   if (!started) yield { type: "start", mode: request.mode, promptTokens: setup.promptTokens.length, cachedTokens: setup.cachedTokens };
+  if (released.length > 0) {
+    // Tokens whose text was all whitespace before the answer began: reported, with no text of their own.
+    contentLogprobs.push(...released);
+    yield { type: "text.delta", text: "", logprobs: released };
+    released = [];
+  }
   const final = end.stop as { kind: StopKind; sequence: string | null };
   const stopReason: StopKind = final.kind === "end_turn" && toolCalls.length > 0 ? "tool_calls" : final.kind;
   yield {
@@ -407,6 +470,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         completionTokens: completion,
         reasoningTokens,
       },
+      ...(probe ? { logprobs: contentLogprobs, scored } : {}),
     },
   };
 
@@ -415,6 +479,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
    * token and the rest of the call prefix are queued in `nextFeed`.
    */
   function emitAnswerText(piece: string, token?: Token, nextFeed?: Token[]): EngineEvent[] {
+    answerIn += piece.length;
     const m = answerMatcher.push(piece);
     const out = emitText(m.emit);
     if (m.hit?.kind === "stop") {

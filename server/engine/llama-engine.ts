@@ -39,6 +39,7 @@ import {
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
+import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
@@ -409,7 +410,7 @@ export class LlamaEngine implements Engine {
       ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
     if (signal.aborted) return;
-    const lease = await this.pool.acquire(promptTokens);
+    const lease = await this.pool.acquire(promptTokens, request.sessionId);
     const member = this.round.member();
     try {
       const sequence = lease.sequence;
@@ -423,7 +424,8 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
-        evaluate: (tokens, options) => pacedTokens(sequence.evaluate(tokens, options), member),
+        evaluate: (tokens, metadata, options) =>
+          pacedTokens(sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<SampledToken, void, unknown>, member),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));

@@ -1,7 +1,9 @@
 // Chooses which of the context's sequences serves a prompt. Waiting and counting are the scheduler's job
 // (server/pipeline/scheduler.ts): it never lets more runs in than there are sequences, so a free one is
 // always there. What is left here is the prefix cache: reuse what a sequence already holds, and do not
-// throw away a valuable cache for a small gain.
+// throw away a valuable cache for a small gain. Sessions (a request's session_id) add affinity: a session's
+// next request gets the sequence that served it last, and other requests (other sessions' or none) leave a
+// session's sequence alone while a sequence no other session holds is free.
 import type { LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
 
@@ -17,6 +19,10 @@ export interface SlotView {
   shared: number;
   held: number;
   lastUsed: number;
+  /** The slot last served this request's session (affinity). */
+  ownSession?: boolean;
+  /** The slot holds another session's conversation. */
+  otherSession?: boolean;
 }
 
 /**
@@ -31,9 +37,15 @@ const ERASED_TOKEN_WEIGHT = 0.5;
  * shares only 57 tokens with the prompt, while a cache the prompt continues is reused.
  */
 export function pickSlot(promptLength: number, slots: readonly SlotView[]): number {
+  // Affinity: the session's own sequence when it is free; then any sequence no other session holds; only
+  // when every free sequence holds another session's conversation is one of those reused.
+  const own = slots.findIndex((slot) => slot.ownSession);
+  if (own >= 0) return own;
+  const unclaimed = slots.some((slot) => !slot.otherSession);
   let best = -1;
   let bestCost = Number.POSITIVE_INFINITY;
   slots.forEach((slot, i) => {
+    if (unclaimed && slot.otherSession) return;
     const shared = Math.min(slot.shared, slot.held);
     const cost = promptLength - shared + ERASED_TOKEN_WEIGHT * (slot.held - shared);
     if (cost < bestCost || (cost === bestCost && slot.lastUsed < slots[best]!.lastUsed)) {
@@ -48,6 +60,8 @@ interface Slot {
   sequence: LlamaContextSequence;
   busy: boolean;
   lastUsed: number;
+  /** The session whose conversation the sequence holds (its last request's session_id). */
+  session: string | null;
 }
 
 export class SequencePool {
@@ -56,7 +70,7 @@ export class SequencePool {
   private closed = false;
 
   constructor(context: LlamaContext, count: number) {
-    this.slots = Array.from({ length: count }, () => ({ sequence: context.getSequence(), busy: false, lastUsed: 0 }));
+    this.slots = Array.from({ length: count }, () => ({ sequence: context.getSequence(), busy: false, lastUsed: 0, session: null as string | null }));
   }
 
   get size(): number {
@@ -64,7 +78,7 @@ export class SequencePool {
   }
 
   /** A free sequence for this prompt, its reusable prefix kept and the rest of its cache erased. */
-  async acquire(tokens: Token[]): Promise<SequenceLease> {
+  async acquire(tokens: Token[], sessionId?: string): Promise<SequenceLease> {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { code: "model_loading", retryAfter: 5 });
     const idle = this.slots.filter((s) => !s.busy);
     // The scheduler admits at most one run per sequence; reaching this is a bug, not a busy server.
@@ -73,10 +87,13 @@ export class SequencePool {
       shared: s.sequence.nextTokenIndex === 0 ? 0 : s.sequence.compareContextTokens(tokens).firstDifferentIndex,
       held: s.sequence.nextTokenIndex,
       lastUsed: s.lastUsed,
+      ownSession: sessionId !== undefined && s.session === sessionId,
+      otherSession: s.session !== null && s.session !== sessionId,
     }));
     const choice = pickSlot(tokens.length, views);
     const slot = idle[choice]!;
     slot.busy = true;
+    slot.session = sessionId ?? null;
     // At least one prompt token must be evaluated to get logits for the first generated token.
     const keep = Math.min(views[choice]!.shared, Math.max(0, tokens.length - 1));
     try {

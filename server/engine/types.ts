@@ -7,6 +7,7 @@ import type {
   OutputFormat,
   SamplingOptions,
   StopReason,
+  TokenLogprob,
   ToolCall,
   ToolChoice,
   ToolDefinition,
@@ -36,6 +37,19 @@ export interface EngineRequest {
   sampling: SamplingOptions;
   /** Where cacheable prefixes end, in request order (the pipeline keeps at most 4). */
   cacheBreakpoints?: CacheBreakpoint[];
+  /**
+   * Score the answer's sampled tokens with their probabilities (and the `top` most likely alternatives);
+   * absent: no probability is computed, at no cost.
+   */
+  tokenProbabilities?: { top: number };
+  /** Requests of one session prefer the sequence that served the session last (cache affinity). */
+  sessionId?: string;
+}
+
+/** A sampled answer or tool-call token and its log-probability under the model. */
+export interface ScoredToken {
+  text: string;
+  logprob: number;
 }
 
 export interface EngineUsage {
@@ -57,6 +71,10 @@ export interface EngineOutcome {
   stopReason: Exclude<StopReason, "low_confidence" | "abstained">;
   stopSequence: string | null;
   usage: EngineUsage;
+  /** With tokenProbabilities: the visible answer's tokens, as the text.delta events carried them. */
+  logprobs?: TokenLogprob[];
+  /** With tokenProbabilities: every sampled answer and tool-call token (what confidence is computed from). */
+  scored?: ScoredToken[];
 }
 
 export type EngineEvent = Exclude<InferenceEvent, { type: "done" }> | { type: "done"; outcome: EngineOutcome };

@@ -11,13 +11,13 @@ import type {
   InferenceRequest,
   InferenceResult,
   ToolDefinition,
-  Trace,
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
 import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
 import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
 import { formatFileText, sharedIngest, type Extracted, type Ingest } from "../ingest/ingest.js";
-import { assessComplexity } from "./complexity.js";
+import { assessComplexity, planComplexity, type ComplexityPlan } from "./complexity.js";
+import { buildTrace, holdsAnswerBack, judgeAnswer, wantsConfidence } from "./glassbox.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { fitToContext, nameInputParam } from "./context-fit.js";
 import { checkSchemaLimits } from "./schema-limits.js";
@@ -114,7 +114,9 @@ export class InferencePipeline {
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
     // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.
     checkPromptFits(resolved.messages, engine.status().model);
-    const engineRequest = toEngineRequest(resolved);
+    // svc_complexity is estimated before generation, from what the request shows, and steers the budget.
+    const plan = planComplexity(resolved, estimateTokens(resolved.messages, resolved.tools));
+    const engineRequest = toEngineRequest(resolved, plan.budget);
     const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
     let events: AsyncGenerator<EngineEvent, void, void>;
     let first: IteratorResult<EngineEvent, void>;
@@ -133,14 +135,31 @@ export class InferencePipeline {
     // The engine generates ahead while the caller encodes and writes what it already has.
     const ahead = readAhead(events);
     const log = this.log;
+    const holdBack = holdsAnswerBack(request);
     return {
       first: start,
       queuedMs: ticket.waitedMs,
       async *[Symbol.asyncIterator]() {
         yield start;
+        // An answer that may be withheld (abstain_below, strict refusal mode) is held back until its
+        // confidence is known; the thought still streams as it comes.
+        const held: InferenceEvent[] = [];
         for await (const event of ahead) {
-          if (event.type === "done") yield { type: "done", result: finishResult(request, event.outcome, log) };
-          else yield event;
+          if (event.type === "done") {
+            const result = finishResult(request, event.outcome, log, plan);
+            const withheld = result.stopReason === "abstained" || result.refusal !== undefined;
+            if (!withheld) yield* held;
+            yield { type: "done", result };
+          } else {
+            let out: InferenceEvent = event;
+            if (out.type === "text.delta" && out.logprobs && !request.logprobs) {
+              // Scored for confidence only: the probabilities stay out of the response.
+              if (out.text === "") continue;
+              out = { type: "text.delta", text: out.text };
+            }
+            if (holdBack && out.type !== "reasoning.delta") held.push(out);
+            else yield out;
+          }
         }
       },
     };
@@ -231,7 +250,8 @@ export function collectCacheBreakpoints(messages: CanonicalMessage[], tools: Too
   return found.slice(0, MAX_CACHE_BREAKPOINTS);
 }
 
-export function toEngineRequest(request: InferenceRequest): EngineRequest {
+/** `reasoningBudget`: the budget svc_complexity chose (see complexity.ts); default the request's cap. */
+export function toEngineRequest(request: InferenceRequest, reasoningBudget?: number): EngineRequest {
   const messages = applyRefusalMode(request.messages, request);
   const cacheBreakpoints = collectCacheBreakpoints(messages, request.tools);
   return {
@@ -241,7 +261,7 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
     parallelToolCalls: request.parallelToolCalls ?? true,
     output: request.output,
     mode: request.reasoning.mode,
-    reasoningBudget: request.reasoning.mode === "thinking" ? request.reasoning.budgetTokens : 0,
+    reasoningBudget: request.reasoning.mode === "thinking" ? (reasoningBudget ?? request.reasoning.budgetTokens) : 0,
     maxTokens: request.maxTokens,
     stopSequences: request.stopSequences,
     sampling: {
@@ -254,6 +274,9 @@ export function toEngineRequest(request: InferenceRequest): EngineRequest {
       topK: request.sampling.topK ?? DEFAULT_SAMPLING.topK,
     },
     ...(cacheBreakpoints.length > 0 ? { cacheBreakpoints } : {}),
+    // Token probabilities cost a little per token: computed only when the request needs them.
+    ...(request.logprobs || wantsConfidence(request) ? { tokenProbabilities: { top: request.logprobs?.top ?? 0 } } : {}),
+    ...(request.sessionId !== undefined ? { sessionId: request.sessionId } : {}),
   };
 }
 
@@ -306,20 +329,25 @@ function applyRefusalMode(messages: CanonicalMessage[], request: InferenceReques
   return [{ role: "system", content: [{ type: "text", text: STRICT_REFUSAL_INSTRUCTION }] }, ...messages];
 }
 
-function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog): InferenceResult {
+function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog, plan: ComplexityPlan): InferenceResult {
   checkOutput(request, outcome, log);
+  const judgement = judgeAnswer(request, outcome.stopReason, outcome.scored);
+  const abstained = judgement.stopReason === "abstained";
+  const withheld = judgement.withheld;
   const result: InferenceResult = {
     mode: outcome.mode,
-    text: outcome.text,
+    text: withheld ? "" : outcome.text,
     reasoning: outcome.reasoning,
-    toolCalls: outcome.toolCalls,
-    ...(outcome.incompleteToolCall ? { incompleteToolCall: outcome.incompleteToolCall } : {}),
-    stopReason: outcome.stopReason,
-    stopSequence: outcome.stopSequence,
+    toolCalls: withheld ? [] : outcome.toolCalls,
+    ...(outcome.incompleteToolCall && !withheld ? { incompleteToolCall: outcome.incompleteToolCall } : {}),
+    stopReason: judgement.stopReason,
+    stopSequence: withheld ? null : outcome.stopSequence,
     usage: { ...outcome.usage, cacheWriteTokens: outcome.usage.cacheWriteTokens ?? 0 },
-    complexity: assessComplexity(request, outcome),
+    complexity: assessComplexity(request, outcome, plan),
+    ...(request.logprobs ? { logprobs: withheld ? [] : (outcome.logprobs ?? []) } : {}),
+    ...(judgement.refusal !== null && !abstained ? { refusal: judgement.refusal } : {}),
   };
-  if (request.glassbox) result.trace = buildTrace(request, outcome);
+  if (request.glassbox) result.trace = buildTrace(request, result, outcome.stopReason, judgement);
   return result;
 }
 
@@ -356,18 +384,4 @@ function jsonProblem(schema: Record<string, unknown>, text: string): string | nu
   }
   const result = validateJsonAgainstSchema(schema, value);
   return result.valid ? null : `does not match the schema (${result.errors.slice(0, 3).join("; ")})`;
-}
-
-function buildTrace(request: InferenceRequest, outcome: EngineOutcome): Trace {
-  return {
-    confidence: null,
-    mode: outcome.mode,
-    effort: request.reasoning.effort,
-    reasoning_budget: outcome.mode === "thinking" ? request.reasoning.budgetTokens : 0,
-    reasoning_tokens: outcome.usage.reasoningTokens,
-    cached_tokens: outcome.usage.cachedTokens,
-    stop_reason: outcome.stopReason,
-    threshold: request.glassbox?.threshold ?? null,
-    abstain_below: request.glassbox?.abstainBelow ?? null,
-  };
 }

@@ -23,7 +23,7 @@ export function reasoningForEffort(effort: string | undefined | null, maxReasoni
   if (label === "none" || label === "minimal") return { mode: "fast", budgetTokens: 0, effort: label };
   if (Object.hasOwn(EFFORT_BUDGETS, label)) budget = EFFORT_BUDGETS[label as keyof typeof EFFORT_BUDGETS];
   else budget = EFFORT_BUDGETS.medium;
-  return capped({ mode: "thinking", budgetTokens: budget, effort: label }, maxReasoningTokens);
+  return capped({ mode: "thinking", budgetTokens: budget, effort: label, steerWithin: budget }, maxReasoningTokens);
 }
 
 /**
@@ -39,13 +39,14 @@ export function reasoningForMessages(
     return { mode: "thinking", budgetTokens: thinking.budget_tokens, effort: `enabled:${thinking.budget_tokens}` };
   const name = model.toLowerCase();
   if (name.includes("haiku")) return { mode: "fast", budgetTokens: 0, effort: "haiku" };
-  if (name.includes("opus")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.max, effort: "opus" };
-  if (name.includes("sonnet")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "sonnet" };
-  return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: DEFAULT_EFFORT };
+  if (name.includes("opus")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.max, effort: "opus", steerWithin: EFFORT_BUDGETS.max };
+  if (name.includes("sonnet")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "sonnet", steerWithin: EFFORT_BUDGETS.medium };
+  return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: DEFAULT_EFFORT, steerWithin: EFFORT_BUDGETS.medium };
 }
 
 function capped(reasoning: ReasoningRequest, maxReasoningTokens: number | undefined): ReasoningRequest {
   if (maxReasoningTokens === undefined) return reasoning;
   if (maxReasoningTokens === 0) return { mode: "fast", budgetTokens: 0, effort: reasoning.effort };
+  // The steered budget is capped again by budgetTokens, so max_reasoning_tokens stays a hard cap.
   return { ...reasoning, budgetTokens: Math.min(reasoning.budgetTokens, maxReasoningTokens) };
 }

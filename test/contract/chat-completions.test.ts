@@ -344,6 +344,21 @@ describe("responses", () => {
     expect(body).not.toHaveProperty("session_id");
   });
 
+  it("svc_complexity steers the budget the engine gets, within the effort's cap", async () => {
+    engine.script = () => answer("Ok.");
+    const simple = (await post({ ...hello, reasoning_effort: "high" })).json();
+    const simpleBudget = engine.requests.at(-1)!.reasoningBudget;
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: {} } } }];
+    const hard = (
+      await post({ ...hello, reasoning_effort: "high", tools, response_format: { type: "json_object" }, messages: [{ role: "user", content: "word ".repeat(4000) }] })
+    ).json();
+    const hardBudget = engine.requests.at(-1)!.reasoningBudget;
+    expect(simple.svc_complexity).toMatchObject({ reasoning_cap: 16384, reasoning_budget: simpleBudget });
+    expect(hard.svc_complexity).toMatchObject({ reasoning_cap: 16384, reasoning_budget: hardBudget });
+    expect(hardBudget).toBeGreaterThan(simpleBudget);
+    expect(hardBudget).toBeLessThanOrEqual(16384);
+  });
+
   it("svc_trace appears exactly when glassbox is used, with confidence null", async () => {
     engine.script = () => answer("Ok.");
     const on = (await post({ ...hello, glassbox: { enabled: true, threshold: 0.5 } })).json();

@@ -293,23 +293,30 @@ describe("validation", () => {
 describe("mapping to the engine", () => {
   it("picks the mode from the model name; the thinking parameter wins", async () => {
     engine.script = () => answer("ok");
-    const cases: Array<[string, unknown, "fast" | "thinking", number]> = [
-      ["claude-3-5-haiku-latest", undefined, "fast", 0],
+    // The last column is the cap: the name's budget is steered by svc_complexity within [cap / 4, cap]; an
+    // explicit budget_tokens is taken exactly ("exact").
+    const cases: Array<[string, unknown, "fast" | "thinking", number, "exact"?]> = [
+      ["claude-3-5-haiku-latest", undefined, "fast", 0, "exact"],
       ["claude-sonnet-4-5", undefined, "thinking", 4096],
       ["claude-opus-4-1", undefined, "thinking", 65536],
       ["svc", undefined, "thinking", 4096],
       ["my-own-model", undefined, "thinking", 4096],
-      ["claude-haiku-4-5", { type: "enabled", budget_tokens: 64 }, "thinking", 64],
-      ["claude-opus-4-1", { type: "disabled" }, "fast", 0],
+      ["claude-haiku-4-5", { type: "enabled", budget_tokens: 64 }, "thinking", 64, "exact"],
+      ["claude-opus-4-1", { type: "disabled" }, "fast", 0, "exact"],
       ["claude-opus-4-1", { type: "adaptive" }, "thinking", 65536],
-      ["claude-haiku-4-5", { type: "adaptive" }, "fast", 0],
+      ["claude-haiku-4-5", { type: "adaptive" }, "fast", 0, "exact"],
       ["svc", null, "thinking", 4096],
     ];
-    for (const [model, thinking, mode, budget] of cases) {
+    for (const [model, thinking, mode, cap, exact] of cases) {
       const res = await post({ ...hello, model, ...(thinking !== undefined ? { thinking } : {}) });
       expect(res.statusCode).toBe(200);
       expect(res.json().model).toBe(model);
-      expect(lastRequest()).toMatchObject({ mode, reasoningBudget: budget });
+      expect(lastRequest().mode).toBe(mode);
+      if (exact) expect(lastRequest().reasoningBudget).toBe(cap);
+      else {
+        expect(lastRequest().reasoningBudget).toBeGreaterThanOrEqual(Math.floor(cap / 4));
+        expect(lastRequest().reasoningBudget).toBeLessThan(cap);
+      }
     }
   });
 

@@ -200,7 +200,10 @@ describe("mapping to the engine", () => {
     expect(r.parallelToolCalls).toBe(false);
     expect(r.output).toMatchObject({ type: "json_schema", schema, param: "text.format.schema" });
     expect(r.mode).toBe("thinking");
-    expect(r.reasoningBudget).toBe(16384);
+    // high's budget, 16384, is the cap; svc_complexity steers the budget within it and reports both.
+    expect(res.json().svc_complexity).toMatchObject({ reasoning_cap: 16384, reasoning_budget: r.reasoningBudget });
+    expect(r.reasoningBudget).toBeGreaterThanOrEqual(16384 / 4);
+    expect(r.reasoningBudget).toBeLessThan(16384);
     expect(r.maxTokens).toBe(321);
     expect(r.sampling).toMatchObject({ temperature: 0.3, topP: 0.8, seed: 11 });
     expect(r.stopSequences).toEqual([]);

@@ -12,11 +12,12 @@ describe("reasoning_effort → mode and budget", () => {
     ["max", "thinking", EFFORT_BUDGETS.max],
     ["turbo-deluxe", "thinking", EFFORT_BUDGETS.medium],
   ])("%s → %s with budget %i", (effort, mode, budget) => {
-    expect(reasoningForEffort(effort)).toEqual({ mode, budgetTokens: budget, effort });
+    // A thinking effort's budget is the cap svc_complexity steers within (steerWithin).
+    expect(reasoningForEffort(effort)).toEqual({ mode, budgetTokens: budget, effort, ...(mode === "thinking" ? { steerWithin: budget } : {}) });
   });
 
   it("defaults to medium thinking", () => {
-    expect(reasoningForEffort(undefined)).toEqual({ mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "medium" });
+    expect(reasoningForEffort(undefined)).toEqual({ mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "medium", steerWithin: EFFORT_BUDGETS.medium });
   });
 
   it("orders budgets: low is brief, high and above are larger than medium", () => {

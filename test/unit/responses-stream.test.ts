@@ -39,6 +39,7 @@ function result(partial: Partial<InferenceResult>): InferenceResult {
       level: "low",
       mode: "thinking",
       effort: "medium",
+      reasoning_cap: 4096,
       reasoning_budget: 4096,
       reasoning_tokens: 3,
       prompt_tokens: 10,

@@ -3,7 +3,6 @@ import { invalidRequest } from "../../core/errors.js";
 import type {
   CanonicalMessage,
   ContentPart,
-  GlassboxOptions,
   InferenceRequest,
   OutputFormat,
   ToolCall,
@@ -12,7 +11,7 @@ import type {
 } from "../../core/inference.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
-import { sourceOfDataUrl, toSeed } from "../request-params.js";
+import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import type { ChatRequestBody } from "./schema.js";
 
 export interface DecodedChatRequest {
@@ -35,6 +34,8 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
   const effort = body.reasoning_effort ?? model.defaultEffort;
   const stop = body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
   const glassbox = decodeGlassbox(body.glassbox ?? undefined);
+  if (body.top_logprobs != null && body.logprobs !== true)
+    throw invalidRequest("top_logprobs needs logprobs: true.", "top_logprobs");
 
   const inference: InferenceRequest = {
     surface: "chat",
@@ -54,17 +55,11 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
       presencePenalty: body.presence_penalty ?? undefined,
     },
     glassbox,
+    ...(body.logprobs === true ? { logprobs: { top: body.top_logprobs ?? 0 } } : {}),
     refusalMode: body.refusal_mode ?? undefined,
     sessionId: body.session_id ?? undefined,
   };
   return { inference, stream: body.stream === true, sessionId: body.session_id ?? undefined };
-}
-
-function decodeGlassbox(glassbox: { enabled?: boolean; threshold?: number; abstain_below?: number } | undefined): GlassboxOptions | undefined {
-  if (!glassbox || glassbox.enabled === false) return undefined;
-  if (glassbox.threshold !== undefined && glassbox.abstain_below !== undefined && glassbox.abstain_below > glassbox.threshold)
-    throw invalidRequest("glassbox.abstain_below must not be greater than glassbox.threshold.", "glassbox.abstain_below");
-  return { threshold: glassbox.threshold, abstainBelow: glassbox.abstain_below };
 }
 
 function textOfParts(content: unknown, where: string, allowRefusal = false): string {

@@ -1,5 +1,5 @@
 // Canonical result → chat.completion object. Pure.
-import type { InferenceResult, StopReason, ToolCall } from "../../core/inference.js";
+import type { InferenceResult, StopReason, TokenLogprob, ToolCall } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
 
 export interface ChatEnvelope {
@@ -26,6 +26,19 @@ export function finishReasonOf(stop: StopReason): string {
 
 export function encodeToolCalls(calls: ToolCall[]) {
   return calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
+}
+
+/** OpenAI's logprobs object for answer tokens (`refusal` is never scored here). */
+export function encodeLogprobs(tokens: readonly TokenLogprob[]) {
+  return {
+    content: tokens.map((t) => ({
+      token: t.token,
+      logprob: t.logprob,
+      bytes: t.bytes,
+      top_logprobs: t.top.map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes })),
+    })),
+    refusal: null,
+  };
 }
 
 export function encodeChatUsage(result: InferenceResult) {
@@ -65,13 +78,13 @@ export function encodeChatCompletion(result: InferenceResult, envelope: ChatEnve
         index: 0,
         message: {
           role: "assistant" as const,
-          content: hasCalls && result.text === "" ? null : result.text,
-          refusal: null,
+          content: result.refusal !== undefined || (hasCalls && result.text === "") ? null : result.text,
+          refusal: result.refusal ?? null,
           ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
           ...(hasCalls ? { tool_calls: encodeToolCalls(calls) } : {}),
         },
         finish_reason: finishReasonOf(result.stopReason),
-        logprobs: null,
+        logprobs: result.logprobs ? encodeLogprobs(result.logprobs) : null,
       },
     ],
     usage: encodeChatUsage(result),

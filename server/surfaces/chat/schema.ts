@@ -2,7 +2,7 @@
 // fields are allowed (clients send many); message contents are checked in decode.ts, which can name the
 // exact part at fault.
 import { Type, type Static } from "@sinclair/typebox";
-import { nullable } from "../request-params.js";
+import { Glassbox, nullable } from "../request-params.js";
 
 const StopSequence = Type.String({ minLength: 1, maxLength: 500 });
 
@@ -61,15 +61,6 @@ const ResponseFormat = Type.Object(
   { additionalProperties: true },
 );
 
-const Glassbox = Type.Object(
-  {
-    enabled: Type.Optional(Type.Boolean()),
-    threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    abstain_below: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-  },
-  { additionalProperties: false },
-);
-
 export const ChatRequestSchema = Type.Object(
   {
     model: Type.Optional(nullable(Type.String({ minLength: 1 }))),
@@ -94,6 +85,8 @@ export const ChatRequestSchema = Type.Object(
     max_reasoning_tokens: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: 200000 }))),
     session_id: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 256 }))),
     glassbox: Type.Optional(Type.Union([Glassbox, Type.Null()])),
+    logprobs: Type.Optional(nullable(Type.Boolean())),
+    top_logprobs: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: 20 }))),
     refusal_mode: Type.Optional(nullable(Type.Union([Type.Literal("soft"), Type.Literal("strict")]))),
   },
   { additionalProperties: true },

@@ -3,7 +3,7 @@ import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, Mode } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
 import { encodeOpenAIError } from "../openai-errors.js";
-import { encodeChatUsage, encodeExtensions, finishReasonOf, type ChatEnvelope } from "./encode.js";
+import { encodeChatUsage, encodeExtensions, encodeLogprobs, finishReasonOf, type ChatEnvelope } from "./encode.js";
 
 const frame = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
 
@@ -23,7 +23,7 @@ export class ChatStreamEncoder {
       case "reasoning.delta":
         return [this.chunk({ reasoning_content: event.text })];
       case "text.delta":
-        return [this.chunk({ content: event.text })];
+        return [this.chunk({ content: event.text }, null, event.logprobs ? encodeLogprobs(event.logprobs) : null)];
       case "tool_call.start":
         return [
           this.chunk({
@@ -39,6 +39,8 @@ export class ChatStreamEncoder {
         const result = event.result;
         this.mode = result.mode;
         return [
+          // Strict refusal mode: the answer was held back and is replaced by the refusal.
+          ...(result.refusal !== undefined ? [this.chunk({ refusal: result.refusal })] : []),
           this.chunk({}, finishReasonOf(result.stopReason)),
           frame({
             ...this.head(),
@@ -76,7 +78,7 @@ export class ChatStreamEncoder {
     };
   }
 
-  private chunk(delta: Record<string, unknown>, finishReason: string | null = null): string {
-    return frame({ ...this.head(), choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }] });
+  private chunk(delta: Record<string, unknown>, finishReason: string | null = null, logprobs: unknown = null): string {
+    return frame({ ...this.head(), choices: [{ index: 0, delta, finish_reason: finishReason, logprobs }] });
   }
 }

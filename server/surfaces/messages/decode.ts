@@ -51,6 +51,8 @@ export function decodeMessagesRequest(body: MessagesRequestBody): DecodedMessage
       topK: body.top_k ?? undefined,
     },
     metadata: body.metadata ?? undefined,
+    ...(body.session_id != null ? { sessionId: body.session_id } : {}),
+    ...(body.refusal_mode != null ? { refusalMode: body.refusal_mode } : {}),
   };
   return { inference, stream: body.stream === true, model: body.model, thinkingDisplay: display };
 }

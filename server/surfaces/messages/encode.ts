@@ -11,9 +11,11 @@ export interface MessagesEnvelope {
   thinkingDisplay: ThinkingDisplay;
 }
 
-export type MessagesStopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
+export type MessagesStopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
 
-export function stopReasonOf(stop: StopReason): MessagesStopReason {
+/** `refused`: strict refusal mode withheld the answer (result.refusal). */
+export function stopReasonOf(stop: StopReason, refused = false): MessagesStopReason {
+  if (refused) return "refusal";
   switch (stop) {
     case "stop_sequence":
       return "stop_sequence";
@@ -22,7 +24,7 @@ export function stopReasonOf(stop: StopReason): MessagesStopReason {
     case "tool_calls":
       return "tool_use";
     default:
-      // end_turn; glassbox's low_confidence / abstained cannot happen on this surface.
+      // end_turn; glassbox (low_confidence / abstained) is not offered on this surface.
       return "end_turn";
   }
 }
@@ -114,7 +116,7 @@ export function encodeMessagesResponse(result: InferenceResult, envelope: Messag
     role: "assistant" as const,
     model: envelope.model,
     content,
-    stop_reason: stopReasonOf(result.stopReason),
+    stop_reason: stopReasonOf(result.stopReason, result.refusal !== undefined),
     stop_sequence: result.stopSequence,
     stop_details: null,
     container: null,

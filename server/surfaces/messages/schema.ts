@@ -60,6 +60,9 @@ export const MessagesRequestSchema = Type.Object(
     temperature: Type.Optional(nullable(Type.Number({ minimum: 0, maximum: 2 }))),
     top_p: Type.Optional(nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1 }))),
     top_k: Type.Optional(nullable(Type.Integer({ minimum: 1 }))),
+    // Extensions (docs/api.md, "Glassbox"): cache affinity per session, and the refusal mode.
+    session_id: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 256 }))),
+    refusal_mode: Type.Optional(nullable(Type.Union([Type.Literal("soft"), Type.Literal("strict")]))),
   },
   { additionalProperties: true },
 );

@@ -99,7 +99,7 @@ export class MessagesStreamEncoder {
           ...this.close(),
           frame({
             type: "message_delta",
-            delta: { stop_reason: stopReasonOf(result.stopReason), stop_sequence: result.stopSequence, stop_details: null },
+            delta: { stop_reason: stopReasonOf(result.stopReason, result.refusal !== undefined), stop_sequence: result.stopSequence, stop_details: null },
             usage: {
               input_tokens: usage.input_tokens,
               output_tokens: usage.output_tokens,

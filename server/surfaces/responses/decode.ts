@@ -18,7 +18,7 @@ import type {
 import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
-import { sourceOfDataUrl, toSeed } from "../request-params.js";
+import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import { COMPACTION_INSTRUCTION, decodeCompactionContent, summaryMessage } from "./compaction.js";
 import type { ResponsesRequestBody } from "./schema.js";
 
@@ -98,6 +98,9 @@ const FOREIGN_ITEM_TYPES = new Set([
   "tool_search_output",
 ]);
 
+/** The `include` value that asks for the answer's token log-probabilities. */
+export const LOGPROBS_INCLUDE = "message.output_text.logprobs";
+
 export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedResponsesRequest {
   rejectStatefulFeatures(body);
   const model = resolveModelAlias(body.model ?? undefined, "model");
@@ -134,6 +137,10 @@ export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedRespo
       seed: body.seed == null ? undefined : toSeed(body.seed),
     },
     metadata: body.metadata ?? undefined,
+    glassbox: decodeGlassbox(body.glassbox ?? undefined),
+    ...(body.include?.includes(LOGPROBS_INCLUDE) ? { logprobs: { top: body.top_logprobs ?? 0 } } : {}),
+    refusalMode: body.refusal_mode ?? undefined,
+    sessionId: body.session_id ?? undefined,
   };
   const echo: ResponseEcho = {
     instructions: body.instructions ?? null,

@@ -1,6 +1,6 @@
 // Canonical result → Responses objects. Pure. The stream encoder builds its final event from the same
 // functions, so a streamed response ends with exactly the object a non-streamed request returns.
-import type { InferenceResult, Mode, ToolCall } from "../../core/inference.js";
+import type { InferenceResult, Mode, TokenLogprob, ToolCall } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
 import { newId } from "../../core/ids.js";
 import { compactionItem, type CompactionItem } from "./compaction.js";
@@ -17,11 +17,25 @@ export interface ResponsesEnvelope {
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed";
 type ItemStatus = "in_progress" | "completed" | "incomplete";
 
+export interface LogprobEntry {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>;
+}
+
 export interface OutputText {
   type: "output_text";
   text: string;
   annotations: never[];
-  logprobs: never[];
+  /** Filled with include: ["message.output_text.logprobs"]; otherwise empty. */
+  logprobs: LogprobEntry[];
+}
+
+/** Strict refusal mode: the answer withheld, in its place the refusal. */
+export interface OutputRefusal {
+  type: "refusal";
+  refusal: string;
 }
 
 export interface MessageItem {
@@ -29,7 +43,7 @@ export interface MessageItem {
   type: "message";
   role: "assistant";
   status: ItemStatus;
-  content: OutputText[];
+  content: Array<OutputText | OutputRefusal>;
 }
 
 export interface FunctionCallItem {
@@ -63,8 +77,17 @@ export const newReasoningId = () => newId("rs_");
 export const newMessageId = () => newId("msg_");
 export const newFunctionCallId = () => newId("fc_");
 
-export function encodeOutputText(text: string): OutputText {
-  return { type: "output_text", text, annotations: [], logprobs: [] };
+export function encodeOutputText(text: string, logprobs: readonly TokenLogprob[] = []): OutputText {
+  return { type: "output_text", text, annotations: [], logprobs: encodeLogprobEntries(logprobs) };
+}
+
+export function encodeLogprobEntries(tokens: readonly TokenLogprob[]): LogprobEntry[] {
+  return tokens.map((t) => ({
+    token: t.token,
+    logprob: t.logprob,
+    bytes: t.bytes,
+    top_logprobs: t.top.map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes })),
+  }));
 }
 
 export function encodeFunctionCallItem(
@@ -103,8 +126,16 @@ export function encodeOutput(result: InferenceResult, envelope: ResponsesEnvelop
   if (trace && result.reasoning !== "")
     output.push({ id: ids.reasoning ?? newReasoningId(), type: "reasoning", summary: [{ type: "summary_text", text: result.reasoning }] });
   const cut = result.incompleteToolCall;
-  if (result.text !== "" || (result.toolCalls.length === 0 && !cut))
-    output.push({ id: ids.message ?? newMessageId(), type: "message", role: "assistant", status, content: [encodeOutputText(result.text)] });
+  if (result.refusal !== undefined)
+    output.push({ id: ids.message ?? newMessageId(), type: "message", role: "assistant", status, content: [{ type: "refusal", refusal: result.refusal }] });
+  else if (result.text !== "" || (result.toolCalls.length === 0 && !cut))
+    output.push({
+      id: ids.message ?? newMessageId(),
+      type: "message",
+      role: "assistant",
+      status,
+      content: [encodeOutputText(result.text, result.logprobs)],
+    });
   for (const call of result.toolCalls)
     output.push(encodeFunctionCallItem(ids.calls?.get(call.id) ?? newFunctionCallId(), call, "completed", namespaced));
   // A call cut off by max_output_tokens: status incomplete, with the arguments written so far.
@@ -161,6 +192,7 @@ export function encodeResponseObject(state: ResponseState, envelope: ResponsesEn
     truncation: echo.truncation,
     usage: result ? encodeUsage(result) : null,
     ...(result ? { svc_complexity: result.complexity } : {}),
+    ...(result?.trace ? { svc_trace: result.trace } : {}),
   };
 }
 

@@ -3,7 +3,7 @@
 // Codex send many (include, prompt_cache_key, client_metadata, ...). Input items, tools and formats are
 // checked in decode.ts, which can name the exact item at fault.
 import { Type, type Static } from "@sinclair/typebox";
-import { nullable } from "../request-params.js";
+import { Glassbox, nullable } from "../request-params.js";
 
 const Item = Type.Object({}, { additionalProperties: true });
 
@@ -55,6 +55,12 @@ export const ResponsesRequestSchema = Type.Object(
     // Extension (as on the Chat surface): reproducible sampling.
     seed: Type.Optional(nullable(Type.Integer({ minimum: -9223372036854775808, maximum: 9223372036854775807 }))),
     metadata: Type.Optional(nullable(Type.Object({}, { additionalProperties: Type.String({ maxLength: 512 }), maxProperties: 16 }))),
+    include: Type.Optional(nullable(Type.Array(Type.String()))),
+    top_logprobs: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: 20 }))),
+    // Extensions (as on the Chat surface): docs/api.md, "Glassbox".
+    glassbox: Type.Optional(Type.Union([Glassbox, Type.Null()])),
+    refusal_mode: Type.Optional(nullable(Type.Union([Type.Literal("soft"), Type.Literal("strict")]))),
+    session_id: Type.Optional(nullable(Type.String({ minLength: 1, maxLength: 256 }))),
     truncation: Type.Optional(nullable(Type.Union([Type.Literal("auto"), Type.Literal("disabled")]))),
     // Stateful features: only their "off" values are accepted (decode.ts).
     store: Type.Optional(nullable(Type.Boolean())),

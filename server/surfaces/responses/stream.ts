@@ -6,12 +6,13 @@
 // response.incomplete when max_output_tokens ran out) carrying the full object. Every event has a
 // sequence_number and an `event:` line; only types in the SDK's union are sent, and no [DONE].
 import type { AppError } from "../../core/errors.js";
-import type { InferenceEvent, InferenceResult, Mode } from "../../core/inference.js";
+import type { InferenceEvent, InferenceResult, Mode, TokenLogprob } from "../../core/inference.js";
 import { encodeOpenAIError } from "../openai-errors.js";
 import { compactionItem } from "./compaction.js";
 import {
   compactionSummaryOf,
   encodeFunctionCallItem,
+  encodeLogprobEntries,
   encodeOutputText,
   encodeResponse,
   encodeResponseObject,
@@ -22,6 +23,7 @@ import {
   type FunctionCallItem,
   type MessageItem,
   type OutputItem,
+  type OutputText,
   type ReasoningItem,
   type ResponsesEnvelope,
 } from "./encode.js";
@@ -59,7 +61,7 @@ export class ResponsesStreamEncoder {
         if (!this.envelope.trace) return [];
         return [...this.openReasoning(), this.reasoningDelta(event.text)];
       case "text.delta":
-        return [...this.closeReasoning(), ...this.openMessage(), this.textDelta(event.text)];
+        return [...this.closeReasoning(), ...this.openMessage(), this.textDelta(event.text, event.logprobs)];
       case "tool_call.start":
         return [...this.closeReasoning(), ...this.closeMessage("completed"), ...this.openCall(event.index, event.id, event.name)];
       case "tool_call.delta": {
@@ -134,11 +136,31 @@ export class ResponsesStreamEncoder {
     frames.push(...this.closeMessage(status));
     // A call cut off by max_output_tokens: end it as incomplete (the final output has it as incomplete too).
     for (const index of [...this.calls.keys()]) frames.push(...this.closeCall(index, "incomplete"));
+    if (result.refusal !== undefined && this.messageId === undefined) frames.push(...this.refusalMessage(result.refusal, status));
     // The final output always has a message when there are no calls; announce it if no text came.
-    if (this.messageId === undefined && result.toolCalls.length === 0 && !result.incompleteToolCall)
+    else if (this.messageId === undefined && result.toolCalls.length === 0 && !result.incompleteToolCall)
       frames.push(...this.openMessage(), ...this.closeMessage(status));
     const response = encodeResponse(result, this.envelope, { reasoning: this.reasoningId, message: this.messageId, calls: this.callIds });
     frames.push(this.frame(status === "completed" ? "response.completed" : "response.incomplete", { response }));
+    return frames;
+  }
+
+  /** Strict refusal mode: the held-back answer is replaced by a message whose one part is the refusal. */
+  private refusalMessage(refusal: string, status: "completed" | "incomplete"): string[] {
+    const item: MessageItem = { id: newMessageId(), type: "message", role: "assistant", status: "in_progress", content: [] };
+    this.messageId = item.id;
+    const index = this.add(item);
+    const at = { item_id: item.id, output_index: index, content_index: 0 };
+    const frames = [
+      this.frame("response.output_item.added", { output_index: index, item: structuredClone(item) }),
+      this.frame("response.content_part.added", { ...at, part: { type: "refusal", refusal: "" } }),
+      this.frame("response.refusal.delta", { ...at, delta: refusal }),
+      this.frame("response.refusal.done", { ...at, refusal }),
+      this.frame("response.content_part.done", { ...at, part: { type: "refusal", refusal } }),
+    ];
+    item.content.push({ type: "refusal", refusal });
+    item.status = status;
+    frames.push(this.frame("response.output_item.done", { output_index: index, item: structuredClone(item) }));
     return frames;
   }
 
@@ -186,10 +208,13 @@ export class ResponsesStreamEncoder {
     return frames;
   }
 
-  private textDelta(text: string): string {
+  private textDelta(text: string, tokens: TokenLogprob[] = []): string {
     const { item, index } = this.message!;
-    item.content[0]!.text += text;
-    return this.frame("response.output_text.delta", { item_id: item.id, output_index: index, content_index: 0, delta: text, logprobs: [] });
+    const part = item.content[0] as OutputText;
+    part.text += text;
+    const logprobs = encodeLogprobEntries(tokens);
+    part.logprobs.push(...logprobs);
+    return this.frame("response.output_text.delta", { item_id: item.id, output_index: index, content_index: 0, delta: text, logprobs });
   }
 
   private closeMessage(status: "completed" | "incomplete"): string[] {
@@ -197,9 +222,9 @@ export class ResponsesStreamEncoder {
     const { item, index } = this.message;
     this.message = null;
     item.status = status;
-    const part = item.content[0]!;
+    const part = item.content[0] as OutputText;
     return [
-      this.frame("response.output_text.done", { item_id: item.id, output_index: index, content_index: 0, text: part.text, logprobs: [] }),
+      this.frame("response.output_text.done", { item_id: item.id, output_index: index, content_index: 0, text: part.text, logprobs: part.logprobs }),
       this.frame("response.content_part.done", { item_id: item.id, output_index: index, content_index: 0, part: structuredClone(part) }),
       this.frame("response.output_item.done", { output_index: index, item: structuredClone(item) }),
     ];
