@@ -26,6 +26,8 @@ export const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--data-dir DIR]
   svc models use FILE [--data-dir DIR]
   svc models remove FILE [--force] [--data-dir DIR]
+  svc models pull --speech [base | small | ... | hf:user/repo/file.bin | https://URL] [--sha256 HEX] [--data-dir DIR]
+  svc models use --speech FILE | svc models remove --speech FILE [--force] [--data-dir DIR]
   svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]`;
 
 const SERVE_HELP = `Usage:
@@ -61,6 +63,9 @@ ${MODELS_USAGE}
 Models live in the models folder of the data dir (${defaultDataDir()}/models unless --data-dir or
 SVC_DATA_DIR says otherwise). \`svc models pull\` with no source downloads the recommended model;
 \`svc models list\` shows what is there and marks with * the one \`svc serve\` loads.
+Speech models (whisper.cpp, for transcripts of uploaded audio and video) live in models/speech:
+\`svc models pull --speech\` downloads whisper base (about 148 MB); without one, uploads say that no transcript
+is available.
 `;
 
 const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions, Responses, Messages).

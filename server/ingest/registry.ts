@@ -8,7 +8,7 @@ import { describeImage } from "./image.js";
 import { findIworkPreview } from "./iwork.js";
 import { decodeAudio, formatTimestamp, frameAt, probeMedia, videoTooLong, type MediaProbe } from "./media.js";
 import { extractPdfText, renderPdfPages } from "./pdf.js";
-import { NO_SPEECH_MODEL, transcribe } from "./speech.js";
+import { NO_SPEECH_MODEL, transcribe, TranscriptionError, type Transcript } from "./speech.js";
 import { cutText, decodeTextFile } from "./text.js";
 import { isVideoTooLong, MAX_PDF_PAGES, MAX_RENDERED_BYTES, MAX_VIDEO_SECONDS, type ContentKind, type Extracted, type IngestOptions, type IngestSource } from "./types.js";
 import { prepareForOcr, readTextIn } from "./vision.js";
@@ -79,13 +79,34 @@ function describeMedia(probe: MediaProbe): string {
   return parts.join(", ");
 }
 
+function formatTranscript(transcript: Transcript, durationSeconds: number | null): string {
+  const { model } = transcript;
+  const about = [`whisper ${model.size === "unknown" ? "model" : model.size}${model.multilingual ? "" : " (English)"}`];
+  if (transcript.language) about.push(`language ${transcript.language}`);
+  const endMs = durationSeconds === null ? Infinity : durationSeconds * 1000;
+  const lines = transcript.segments.map((s) => {
+    const from = Math.min(s.startMs, endMs) / 1000;
+    const to = Math.min(s.endMs, endMs) / 1000;
+    return `[${formatTimestamp(from)}–${formatTimestamp(to)}] ${s.text}`;
+  });
+  return `Transcript (speech recognition by ${about.join(", ")}; it can mishear):\n${lines.join("\n")}`;
+}
+
 async function transcriptSection(path: string, probe: MediaProbe, options: IngestOptions): Promise<string> {
   if (!probe.audio) return "There is no audio track, so there is no transcript.";
   if (!options.speechModelPath) return NO_SPEECH_MODEL;
   const samples = await decodeAudio(path, Math.ceil(Math.min(probe.durationSeconds ?? MAX_VIDEO_SECONDS, 3600)));
-  const transcript = await transcribe(samples, options.speechModelPath);
+  let transcript: Transcript | null;
+  try {
+    transcript = await transcribe(samples, options.speechModelPath, { threads: options.speechThreads });
+  } catch (err) {
+    if (!(err instanceof TranscriptionError)) throw err;
+    // The file is still usable (its facts, keyframes): say why there is no transcript, invent none.
+    return `No transcript is available: ${err.message}.`;
+  }
   if (!transcript) return NO_SPEECH_MODEL;
-  return transcript.text.trim() ? `Transcript (speech recognition):\n${transcript.text.trim()}` : "The speech model heard no speech in it.";
+  if (transcript.segments.length === 0) return "The speech model heard no speech in it.";
+  return formatTranscript(transcript, probe.durationSeconds ?? samples.length / 16000);
 }
 
 /** Keyframes, evenly spread: one per 30 seconds, 1 to 10 of them. */

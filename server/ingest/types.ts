@@ -37,6 +37,8 @@ export interface IngestSource {
 export interface IngestOptions {
   /** A whisper.cpp model file for transcripts; absent: media files say no transcript is available. */
   speechModelPath?: string | null;
+  /** Threads for the speech engine; default: half the cores, at most 4. */
+  speechThreads?: number;
 }
 
 /** Text beyond this is cut (spec: text files and PDF text layers, first 200,000 characters). */

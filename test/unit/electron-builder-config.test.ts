@@ -76,6 +76,15 @@ describe("electron-builder.yml", () => {
       expect(matches(config.files, file), file).toBe(false);
   });
 
+  it("ships whisper.cpp's CPU build for transcripts, not its CUDA, Vulkan or WebAssembly builds", () => {
+    for (const platform of ["linux", "mac", "win"] as const) {
+      expect(keptNodeModule(platform, "node_modules/@fugood/whisper.node/lib/index.js"), platform).toBe(true);
+      expect(keptNodeModule(platform, `node_modules/@fugood/node-whisper-${platform === "mac" ? "darwin-arm64" : `${platform === "win" ? "win32" : "linux"}-x64`}/index.node`), platform).toBe(true);
+      for (const file of ["node_modules/@fugood/node-whisper-linux-x64-cuda/index.node", "node_modules/@fugood/node-whisper-win32-x64-vulkan/index.node", "node_modules/@fugood/node-whisper-wasm/dist/whisper.wasm"])
+        expect(keptNodeModule(platform, file), `${platform} ${file}`).toBe(false);
+    }
+  });
+
   it("unpacks the native modules from app.asar", () => {
     for (const file of [
       "node_modules/better-sqlite3/build/Release/better_sqlite3.node",
@@ -88,6 +97,7 @@ describe("electron-builder.yml", () => {
       "node_modules/@ffmpeg-installer/linux-x64/ffmpeg",
       "node_modules/tesseract.js-core/tesseract-core-simd-lstm.wasm",
       "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz",
+      "node_modules/@fugood/node-whisper-linux-x64/index.node",
     ])
       expect(matches(config.asarUnpack, file), file).toBe(true);
     for (const file of ["node_modules/fastify/fastify.js", "node_modules/node-llama-cpp/dist/index.js", "dist/main/main.js"])

@@ -154,3 +154,54 @@ export function parseSha256(value: string | undefined): string | undefined {
     throw new AppError("invalid_request", `--sha256 takes 64 hexadecimal characters (got '${value}').`, { code: "invalid_sha256" });
   return hex;
 }
+
+/**
+ * The recommended speech model for transcripts of audio and video uploads: whisper base (multilingual, it
+ * detects the language) from the whisper.cpp project's own repository, in whisper.cpp's ggml format. About
+ * 148 MB; a minute of speech takes seconds on a laptop's CPU. `svc models pull --speech small` (466 MB)
+ * hears better; the `.en` models are for English only.
+ */
+export const RECOMMENDED_SPEECH_MODEL = {
+  source: "hf:ggerganov/whisper.cpp/ggml-base.bin",
+  file: "ggml-base.bin",
+  title: "Whisper base (multilingual)",
+  approxBytes: 148_000_000,
+  license: "MIT",
+} as const;
+
+const SPEECH_USAGE =
+  "Use a whisper.cpp model name (tiny, base, small, medium, large-v3-turbo, base.en, ...), hf:user/repo/file.bin or an https:// URL of a whisper.cpp model file.";
+
+/**
+ * A speech model's source: "" or "recommended" (whisper base), a name from the whisper.cpp repository
+ * ("small" → hf:ggerganov/whisper.cpp/ggml-small.bin), hf:user/repo/path/file.bin, or a URL. hf: sources
+ * become the repository's download URL (the hf: manifest lookup is for GGUF repositories). Throws AppError (400).
+ */
+export function parseSpeechModelSource(input: string | undefined, env: NodeJS.ProcessEnv = process.env): ModelSource {
+  const text = (input ?? "").trim();
+  if (text === "" || text === "recommended") return parseSpeechModelSource(RECOMMENDED_SPEECH_MODEL.source, env);
+  const invalid = (why: string) => new AppError("invalid_request", `'${text}' is not a speech model source: ${why} ${SPEECH_USAGE}`, { code: "invalid_model_source" });
+  if (/^[a-z0-9][a-z0-9._-]*$/i.test(text) && !text.includes("..")) {
+    const name = text.replace(/^ggml-/i, "").replace(/\.bin$/i, "");
+    return parseSpeechModelSource(`hf:ggerganov/whisper.cpp/ggml-${name}.bin`, env);
+  }
+  const hf = /^(?:hf|huggingface):(?:\/\/)?(.*)$/i.exec(text);
+  if (hf) {
+    const [user, repo, ...path] = hf[1]!.split("/");
+    if (!user || !repo || path.length === 0 || path.some((p) => p === "" || p === ".." || p === "."))
+      throw invalid("a Hugging Face source names a user, a repository and the file in it.");
+    if (/\.gguf$/i.test(path.join("/"))) throw invalid("a .gguf file is a language model; speech models are whisper.cpp .bin files.");
+    const endpoint = huggingFaceEndpoint(env);
+    const url = new URL(`${[user, repo].map(encodeURIComponent).join("/")}/resolve/main/${path.map(encodeURIComponent).join("/")}`, endpoint.href.endsWith("/") ? endpoint : `${endpoint.href}/`);
+    return { kind: "hf", uri: url.href, origin: endpoint };
+  }
+  const source = (() => {
+    try {
+      return parseModelSource(text, env);
+    } catch (err) {
+      throw invalid((err as AppError).message.replace(/^.*?is not a model source: /, "").replace(USAGE, "").trim());
+    }
+  })();
+  if (source.kind !== "url") throw invalid("");
+  return source;
+}

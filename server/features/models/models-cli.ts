@@ -5,7 +5,7 @@ import { AppError } from "../../core/errors.js";
 import { Store } from "../../store/store.js";
 import { ModelsService, type ModelEntry, type PullEvent } from "./models-service.js";
 import { formatBytes, formatDuration, ProgressRenderer } from "./progress-bar.js";
-import { RECOMMENDED_MODEL } from "./model-sources.js";
+import { RECOMMENDED_MODEL, RECOMMENDED_SPEECH_MODEL } from "./model-sources.js";
 
 
 /** Wrong usage: cli.ts prints it with the usage text and exits 2 (it matches on the name). */
@@ -33,13 +33,19 @@ async function list(dataDir: string, values: Values): Promise<number> {
     console.log(JSON.stringify(listing, null, 2));
     return 0;
   }
+  printLanguageModels(listing);
+  printSpeechModels(listing.speech);
+  return 0;
+}
+
+function printLanguageModels(listing: Awaited<ReturnType<ModelsService["list"]>>): void {
   if (listing.models.length === 0 && listing.partial.length === 0) {
     console.log(`No models in ${listing.directory} yet.`);
     console.log(
       `\`svc models pull\` downloads the recommended one: ${RECOMMENDED_MODEL.title}, about ${formatBytes(RECOMMENDED_MODEL.approxBytes)} ` +
         `(${RECOMMENDED_MODEL.source}).`,
     );
-    return 0;
+    return;
   }
   console.log(`Models in ${listing.directory}:`);
   const width = Math.max(...listing.models.map((m) => m.file.length), 4);
@@ -49,16 +55,34 @@ async function list(dataDir: string, values: Values): Promise<number> {
     console.log("Downloads not finished:");
     for (const p of listing.partial) {
       const kept = `${formatBytes(p.keptBytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ""}`;
-      const how = p.downloadingNow ? "downloading now" : p.source ? `resume: svc models pull ${p.source}` : "";
+      const speech = /\.bin$/i.test(p.file);
+      const how = p.downloadingNow ? "downloading now" : p.source ? `resume: svc models pull ${speech ? "--speech " : ""}${p.source}` : "";
       console.log(`  ${p.file}  ${kept} kept so far${how ? `  (${how})` : ""}`);
     }
   }
   if (listing.active) console.log(`* active: \`svc serve\` loads ${listing.active}`);
   else console.log("No active model: choose one with `svc models use FILE`.");
-  return 0;
+}
+
+/** The speech models section of `svc models list` (printed first: the language models end the listing). */
+function printSpeechModels(speech: Awaited<ReturnType<ModelsService["list"]>>["speech"]): void {
+  if (speech.models.length === 0) {
+    console.log(
+      `No speech model: audio and video uploads get no transcript. \`svc models pull --speech\` downloads ${RECOMMENDED_SPEECH_MODEL.title}, ` +
+        `about ${formatBytes(RECOMMENDED_SPEECH_MODEL.approxBytes)}.`,
+    );
+    return;
+  }
+  console.log(`Speech models (transcripts of audio and video) in ${speech.directory}:`);
+  const width = Math.max(...speech.models.map((m) => m.file.length), 4);
+  for (const m of speech.models)
+    console.log(`${m.active ? "*" : " "} ${m.file.padEnd(width)}  ${formatBytes(m.sizeBytes).padStart(8)}  ${describeEntry(m)}`);
+  if (speech.active) console.log(`* in use: uploads are transcribed with ${speech.active}`);
+  else console.log("None in use: choose one with `svc models use --speech FILE`.");
 }
 
 async function pull(dataDir: string, source: string | undefined, values: Values): Promise<number> {
+  const speech = values.speech === true;
   const renderer = new ProgressRenderer(process.stderr);
   const controller = new AbortController();
   let interrupted = 0;
@@ -108,6 +132,7 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
         onEvent,
         signal: controller.signal,
         stallTimeoutMs: Number.isFinite(stallSeconds) && stallSeconds > 0 ? stallSeconds * 1000 : undefined,
+        kind: speech ? "speech" : "llm",
       }),
     );
     const kind = [result.summary.architecture, result.summary.sizeLabel, result.summary.quantization].filter(Boolean).join(" ");
@@ -117,7 +142,9 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
         `Downloaded ${result.file} (${formatBytes(result.sizeBytes)}, ${kind}) in ${formatDuration((Date.now() - started) / 1000)}` +
           `${result.resumedFromBytes > 0 ? `, resumed after ${formatBytes(result.resumedFromBytes)}` : ""}.`,
       );
-    if (result.madeActive) console.log(`It is now the active model: \`svc serve\` loads it.`);
+    if (speech && result.madeActive) console.log("It is now the speech model: audio and video uploads get transcripts made with it.");
+    else if (speech) console.log(`Use it for transcripts with \`svc models use --speech ${result.file}\`.`);
+    else if (result.madeActive) console.log(`It is now the active model: \`svc serve\` loads it.`);
     else console.log(`Use it with \`svc models use ${result.file}\`.`);
     return 0;
   } catch (err) {
@@ -132,8 +159,14 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
   }
 }
 
-async function use(dataDir: string, file: string | undefined): Promise<number> {
+async function use(dataDir: string, file: string | undefined, values: Values): Promise<number> {
   if (!file) throw new ModelsUsageError("svc models use needs a model file (see `svc models list`).");
+  if (values.speech) {
+    const entry = await withService(dataDir, (models) => models.useSpeech(file));
+    console.log(`Speech model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry, ", ")}).`);
+    console.log("Audio and video uploaded from now on are transcribed with it (a running server included).");
+    return 0;
+  }
   const entry = await withService(dataDir, (models) => models.use(file));
   console.log(`Active model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry, ", ")}).`);
   console.log("`svc serve` loads it at start; a server already running on this data dir (without --model) switches to it within a few seconds.");
@@ -142,6 +175,12 @@ async function use(dataDir: string, file: string | undefined): Promise<number> {
 
 async function remove(dataDir: string, file: string | undefined, values: Values): Promise<number> {
   if (!file) throw new ModelsUsageError("svc models remove needs a model file (see `svc models list`).");
+  if (values.speech) {
+    const result = await withService(dataDir, (models) => models.removeSpeech(file, { force: values.force === true }));
+    console.log(`Removed ${result.removed.join(", ")}.`);
+    if (result.wasActive) console.log("It was the speech model in use: uploads get no transcript until another is pulled or chosen.");
+    return 0;
+  }
   const result = await withService(dataDir, (models) => models.remove(file, { force: values.force === true }));
   console.log(`Removed ${result.removed.join(", ")}.`);
   if (result.wasActive) console.log("It was the active model: no model is active now (`svc models use FILE` picks another).");
@@ -189,6 +228,7 @@ export async function runModelsCommand(argv: string[], defaultDataDir: string): 
       model: { type: "string" },
       threads: { type: "string" },
       tokens: { type: "string" },
+      speech: { type: "boolean" },
     },
     allowPositionals: true,
     strict: true,
@@ -202,7 +242,7 @@ export async function runModelsCommand(argv: string[], defaultDataDir: string): 
     case "pull":
       return pull(dataDir, positionals[0], values);
     case "use":
-      return use(dataDir, positionals[0]);
+      return use(dataDir, positionals[0], values);
     case "remove":
     case "rm":
       return remove(dataDir, positionals[0], values);

@@ -9,6 +9,23 @@ export function modelsDir(dataDir: string): string {
   return join(dataDir, "models");
 }
 
+/** Speech models (whisper.cpp .bin files) for transcripts: a folder of their own, apart from the language models. */
+export function speechModelsDir(dataDir: string): string {
+  return join(modelsDir(dataDir), "speech");
+}
+
+/** The speech model files in their folder (what `svc models pull --speech` keeps). */
+export async function scanSpeechModels(dataDir: string): Promise<FolderEntry[]> {
+  const dir = speechModelsDir(dataDir);
+  const out: FolderEntry[] = [];
+  for (const file of (await readdir(dir).catch(() => [] as string[])).sort()) {
+    if (file.startsWith(".")) continue;
+    const size = await sizeOf(join(dir, file));
+    if (size !== null) out.push({ file, path: join(dir, file), sizeBytes: size });
+  }
+  return out;
+}
+
 export function downloadsDir(dataDir: string): string {
   return join(modelsDir(dataDir), ".downloads");
 }

@@ -18,12 +18,15 @@ import type { GpuInfo } from "../../engine/types.js";
 import type { SettingRow } from "../../store/settings-repository.js";
 import type { Store } from "../../store/store.js";
 import { describeDownloadError } from "./download-errors.js";
-import { parseModelSource, parseSha256, RECOMMENDED_MODEL, type RecommendedModel } from "./model-sources.js";
-import { downloadLockOwner, downloadsDir, filesOfModel, lockDownload, modelsDir, removePartial, scanModelsFolder } from "./models-folder.js";
+import { InvalidSpeechModelError, readWhisperModel } from "../../ingest/whisper-model.js";
+import { parseModelSource, parseSha256, parseSpeechModelSource, RECOMMENDED_MODEL, type ModelSource, type RecommendedModel } from "./model-sources.js";
+import { downloadLockOwner, downloadsDir, filesOfModel, lockDownload, modelsDir, removePartial, scanModelsFolder, scanSpeechModels, speechModelsDir } from "./models-folder.js";
 import { probeHost } from "./network-probe.js";
 import { SpeedMeter } from "./speed-meter.js";
 
 export const ACTIVE_MODEL_SETTING = "active_model";
+/** The speech model (a file in <data-dir>/models/speech) that transcribes audio and video uploads. */
+export const SPEECH_MODEL_SETTING = "speech_model";
 /** The desktop app's GPU choice; `--gpu`/SVC_GPU other than auto wins over it. */
 export const GPU_PREFERENCE_SETTING = "gpu_preference";
 export const GPU_PREFERENCES: readonly GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
@@ -63,7 +66,12 @@ export interface ModelList {
   active: string | null;
   models: ModelEntry[];
   partial: PartialDownload[];
+  /** Speech models (whisper.cpp) for transcripts, in their own folder; architecture "whisper". */
+  speech: { directory: string; active: string | null; models: ModelEntry[] };
 }
+
+/** The language models (GGUF, what `svc serve` loads) or the speech models (whisper.cpp, for transcripts). */
+export type ModelKind = "llm" | "speech";
 
 export type PullEvent =
   | { phase: "resolving"; source: string }
@@ -79,6 +87,42 @@ export interface PullOptions {
   stallTimeoutMs?: number;
   /** Make the pulled model active when none is yet. Default true. */
   activateIfNone?: boolean;
+  /** "speech": a whisper.cpp model for transcripts (default "llm"). */
+  kind?: ModelKind;
+}
+
+/** What differs between the kinds of model in a pull: where they come from, live, and how they are checked. */
+interface KindProfile {
+  kind: ModelKind;
+  directory: string;
+  parse(source: string | undefined): ModelSource;
+  /** A quick look (an existing file); verify reads the whole download. Both throw InvalidModelFileError. */
+  summarize(path: string): Promise<GgufSummary>;
+  verify(path: string): Promise<GgufSummary>;
+  /** The file's key in the model_files table (speech files are kept apart from GGUF names). */
+  record(file: string): string;
+  setting: string;
+  /** The CLI flag that names the kind, for messages. */
+  flag: string;
+}
+
+/** A whisper.cpp model described in the shape `svc models list` prints (architecture "whisper"). */
+async function speechSummary(path: string): Promise<GgufSummary> {
+  try {
+    const model = await readWhisperModel(path);
+    return {
+      architecture: "whisper",
+      name: null,
+      sizeLabel: model.size === "unknown" ? null : `${model.size}${model.multilingual ? "" : ".en"}`,
+      quantization: model.weights,
+      contextLength: null,
+      hasChatTemplate: false,
+      parts: 1,
+    };
+  } catch (err) {
+    if (err instanceof InvalidSpeechModelError) throw new InvalidModelFileError(err.message);
+    throw err;
+  }
 }
 
 export interface PullResult {
@@ -165,6 +209,80 @@ export class ModelsService {
     return row ? { file: row.value, path: this.pathOf(row.value) } : null;
   }
 
+  /**
+   * The speech model for transcripts, resolved to a path; null when none is set (audio and video uploads then
+   * say that no transcript is available). Read at every extraction, so a pull or use in another process counts.
+   */
+  speechModel(): { file: string; path: string } | null {
+    const row = this.store.settings.get(SPEECH_MODEL_SETTING);
+    if (!row) return null;
+    return { file: row.value, path: isAbsolute(row.value) ? row.value : join(speechModelsDir(this.dataDir), row.value) };
+  }
+
+  /** Makes a speech model (a name in the speech folder, or a path to a whisper.cpp file) the one transcripts use. */
+  async useSpeech(fileOrPath: string): Promise<ModelEntry> {
+    const text = fileOrPath.trim();
+    if (text === "") throw new AppError("invalid_request", "Name a speech model file (see `svc models list`).", { code: "invalid_model_name" });
+    const dir = speechModelsDir(this.dataDir);
+    const byPath = text.includes("/") || text.includes(sep) || isAbsolute(text);
+    let path = byPath ? resolve(text) : join(dir, text);
+    if (!byPath && !(await stat(path).then((s) => s.isFile(), () => false))) path = join(dir, `${text}.bin`);
+    const exists = await stat(path).then((s) => s.isFile(), () => false);
+    if (!exists)
+      throw new AppError("not_found", byPath ? `${path} does not exist.` : `No speech model named '${text}' in ${dir}. \`svc models list\` shows what is there.`, {
+        code: "model_not_found",
+      });
+    let summary: GgufSummary;
+    try {
+      summary = await speechSummary(path);
+    } catch (err) {
+      throw new AppError("invalid_request", `${basename(path)}: ${(err as Error).message}`, { code: "invalid_model_file" });
+    }
+    const file = resolve(dir, basename(path)) === path ? basename(path) : path;
+    this.store.settings.set(SPEECH_MODEL_SETTING, file);
+    return {
+      file,
+      path,
+      sizeBytes: (await stat(path)).size,
+      active: true,
+      architecture: summary.architecture,
+      name: null,
+      sizeLabel: summary.sizeLabel,
+      quantization: summary.quantization,
+      contextLength: null,
+      source: this.store.modelFiles.get(`speech/${file}`)?.source ?? null,
+      error: null,
+    };
+  }
+
+  /** Deletes a speech model from its folder (or its download in progress); the one in use only with `force`. */
+  async removeSpeech(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+    const dir = speechModelsDir(this.dataDir);
+    if (fileOrName.includes("/") || fileOrName.includes(sep) || isAbsolute(fileOrName))
+      throw new AppError("invalid_request", `svc models remove --speech takes a file name from \`svc models list\`; it only deletes files in ${dir}.`, {
+        code: "invalid_model_name",
+      });
+    const files = (await scanSpeechModels(this.dataDir)).map((m) => m.file);
+    const partial = (await scanModelsFolder(this.dataDir)).partial.map((p) => p.file);
+    const file = [fileOrName, `${fileOrName}.bin`].find((name) => files.includes(name) || partial.includes(name)) ?? null;
+    if (file === null)
+      throw new AppError("not_found", `No speech model named '${fileOrName}' in ${dir}. \`svc models list\` shows what is there.`, { code: "model_not_found" });
+    const wasActive = this.speechModel()?.file === file;
+    if (wasActive && !options.force)
+      throw new AppError("conflict", `${file} is the speech model in use. Remove it with --force (transcripts stop until another is pulled or chosen).`, {
+        code: "model_active",
+      });
+    const removed: string[] = [];
+    if (files.includes(file)) {
+      await rm(join(dir, file));
+      removed.push(file);
+    }
+    if (await removePartial(this.dataDir, file)) removed.push(`${file} (partial download)`);
+    this.store.modelFiles.delete(`speech/${file}`);
+    if (wasActive) this.store.settings.delete(SPEECH_MODEL_SETTING);
+    return { file, removed, wasActive };
+  }
+
   async list(): Promise<ModelList> {
     const active = this.active();
     const sources = new Map(this.store.modelFiles.list().map((r) => [r.file, r]));
@@ -202,9 +320,37 @@ export class ModelsService {
       if (folder.models.some((m) => m.file === p.file)) continue;
       const { keptBytes, totalBytes } = await keptBytesOfPartial(p.path);
       const downloadingNow = (await downloadLockOwner(this.dataDir, p.file)) !== null;
-      partial.push({ file: p.file, keptBytes, totalBytes, source: sources.get(p.file)?.source ?? null, downloadingNow });
+      partial.push({ file: p.file, keptBytes, totalBytes, source: (sources.get(p.file) ?? sources.get(`speech/${p.file}`))?.source ?? null, downloadingNow });
     }
-    return { directory: this.directory, active: active?.file ?? null, models, partial };
+    const activeSpeech = this.speechModel();
+    const speech: ModelEntry[] = [];
+    for (const entry of await scanSpeechModels(this.dataDir)) {
+      let summary: GgufSummary | null = null;
+      let error: string | null = null;
+      try {
+        summary = await speechSummary(entry.path);
+      } catch (err) {
+        error = (err as Error).message;
+      }
+      speech.push({
+        ...entry,
+        active: activeSpeech?.path === entry.path,
+        architecture: summary?.architecture ?? null,
+        name: null,
+        sizeLabel: summary?.sizeLabel ?? null,
+        quantization: summary?.quantization ?? null,
+        contextLength: null,
+        source: sources.get(`speech/${entry.file}`)?.source ?? null,
+        error,
+      });
+    }
+    return {
+      directory: this.directory,
+      active: active?.file ?? null,
+      models,
+      partial,
+      speech: { directory: speechModelsDir(this.dataDir), active: activeSpeech?.file ?? null, models: speech },
+    };
   }
 
   /**
@@ -299,7 +445,8 @@ export class ModelsService {
 
   /** Downloads a model into the models folder: see PullOptions. Throws AppError with a readable message. */
   async pull(sourceText: string | undefined, options: PullOptions = {}): Promise<PullResult> {
-    const source = parseModelSource(sourceText, this.env);
+    const kind = this.profile(options.kind);
+    const source = kind.parse(sourceText);
     const sha256 = parseSha256(options.sha256);
     const host = source.origin.port ? `${source.origin.hostname}:${source.origin.port}` : source.origin.hostname;
     const fail = (err: unknown) => describeDownloadError(err, { source: source.uri, host });
@@ -332,23 +479,23 @@ export class ModelsService {
       throw new AppError("invalid_request", "--sha256 checks a single file; this model is split into several.", { code: "invalid_sha256" });
     }
 
-    const target = join(this.directory, file);
+    const target = join(kind.directory, file);
     const existing = await stat(target).then((s) => s.size, () => null);
     if (existing !== null) {
       await download.cancel();
       const announced = download.totalBytes;
       if (parts.length === 1 && announced > 0 && existing !== announced)
-        throw new AppError("conflict", `A different ${file} is already in ${this.directory}; remove it first (svc models remove ${file}).`, {
+        throw new AppError("conflict", `A different ${file} is already in ${kind.directory}; remove it first (svc models remove ${kind.flag}${file}).`, {
           code: "model_exists",
         });
       if (sha256 && (await sha256Of(target)) !== sha256)
-        throw new AppError("conflict", `${file} is already in ${this.directory} but its SHA-256 differs; remove it first (svc models remove ${file}).`, {
+        throw new AppError("conflict", `${file} is already in ${kind.directory} but its SHA-256 differs; remove it first (svc models remove ${kind.flag}${file}).`, {
           code: "model_exists",
         });
-      const summary = await readGgufSummary(target).catch((err: unknown) => {
-        throw new AppError("conflict", `${(err as Error).message} Remove it with \`svc models remove ${file}\`.`, { code: "model_exists" });
+      const summary = await kind.summarize(target).catch((err: unknown) => {
+        throw new AppError("conflict", `${(err as Error).message} Remove it with \`svc models remove ${kind.flag}${file}\`.`, { code: "model_exists" });
       });
-      const madeActive = this.activateIfNone(file, options);
+      const madeActive = this.activateIfNone(file, options, kind.setting);
       return { file, path: target, source: source.uri, sizeBytes: existing, summary, alreadyPresent: true, resumedFromBytes: 0, madeActive };
     }
 
@@ -360,7 +507,7 @@ export class ModelsService {
       throw err;
     }
     try {
-      const previous = this.store.modelFiles.get(file);
+      const previous = this.store.modelFiles.get(kind.record(file));
       if (previous && previous.state === "downloading" && previous.source !== source.uri) {
         // The resume data belongs to another source's file of the same name: start over.
         await download.cancel();
@@ -369,7 +516,7 @@ export class ModelsService {
         release = null;
         return this.pull(sourceText, options);
       }
-      this.store.modelFiles.upsert({ file, source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
+      this.store.modelFiles.upsert({ file: kind.record(file), source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
       // What the earlier, stopped pull really kept (the same figure its "kept" message gave).
       for (const part of parts) resumedFromBytes += (await keptBytesOfPartial(part.path + PARTIAL_DOWNLOAD_SUFFIX)).keptBytes;
       meter.add(resumedFromBytes, Date.now());
@@ -395,7 +542,7 @@ export class ModelsService {
           if (part.totalBytes > 0 && size !== part.totalBytes)
             throw new InvalidModelFileError(`${part.fileName} has ${size} bytes, but the server announced ${part.totalBytes}.`);
         }
-        summary = await verifyGgufFile(join(staging, file));
+        summary = await kind.verify(join(staging, file));
         if (sha256) {
           const actual = await sha256Of(join(staging, file));
           if (actual !== sha256) throw new InvalidModelFileError(`its SHA-256 is ${actual}, not the expected ${sha256}.`);
@@ -403,16 +550,17 @@ export class ModelsService {
       } catch (err) {
         for (const part of parts) await rm(part.path, { force: true });
         await removePartial(this.dataDir, file);
-        this.store.modelFiles.delete(file);
+        this.store.modelFiles.delete(kind.record(file));
         const reason = (err as Error).message.replace(join(staging, file), file);
         throw new AppError("unprocessable", `The download from ${source.uri} is not a usable model: ${reason} The file was deleted.`, {
           code: "model_verification_failed",
         });
       }
-      for (const part of parts) await rename(part.path, join(this.directory, part.fileName));
+      await mkdir(kind.directory, { recursive: true });
+      for (const part of parts) await rename(part.path, join(kind.directory, part.fileName));
       const sizeBytes = parts.length === 1 ? (await stat(target)).size : parts.reduce((n, p) => n + p.totalBytes, 0);
-      this.store.modelFiles.upsert({ file, source: source.uri, state: "ready", size_bytes: sizeBytes, sha256: sha256 ?? null, updated_at: Date.now() });
-      const madeActive = this.activateIfNone(file, options);
+      this.store.modelFiles.upsert({ file: kind.record(file), source: source.uri, state: "ready", size_bytes: sizeBytes, sha256: sha256 ?? null, updated_at: Date.now() });
+      const madeActive = this.activateIfNone(file, options, kind.setting);
       options.onEvent?.({ phase: "done", file });
       return { file, path: target, source: source.uri, sizeBytes, summary, alreadyPresent: false, resumedFromBytes, madeActive };
     } finally {
@@ -514,10 +662,34 @@ export class ModelsService {
     this.serving = this.seen;
   }
 
-  private activateIfNone(file: string, options: PullOptions): boolean {
-    if (options.activateIfNone === false || this.store.settings.get(ACTIVE_MODEL_SETTING)) return false;
-    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+  private activateIfNone(file: string, options: PullOptions, setting = ACTIVE_MODEL_SETTING): boolean {
+    if (options.activateIfNone === false || this.store.settings.get(setting)) return false;
+    this.store.settings.set(setting, file);
     return true;
+  }
+
+  private profile(kind: ModelKind = "llm"): KindProfile {
+    if (kind === "speech")
+      return {
+        kind,
+        directory: speechModelsDir(this.dataDir),
+        parse: (source) => parseSpeechModelSource(source, this.env),
+        summarize: speechSummary,
+        verify: speechSummary,
+        record: (file) => `speech/${file}`,
+        setting: SPEECH_MODEL_SETTING,
+        flag: "--speech ",
+      };
+    return {
+      kind,
+      directory: this.directory,
+      parse: (source) => parseModelSource(source, this.env),
+      summarize: readGgufSummary,
+      verify: verifyGgufFile,
+      record: (file) => file,
+      setting: ACTIVE_MODEL_SETTING,
+      flag: "",
+    };
   }
 
   private pathOf(file: string): string {
