@@ -10,7 +10,8 @@ import { packageVersion } from "./version.js";
 
 const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--log-level LEVEL]
-            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--lan] [--allowed-hosts NAME,...]
+            [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--agent-runs-limit N]
+            [--lan] [--allowed-hosts NAME,...]
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
             [--max-connections N] [--audit-retention-days N] [--console-session-minutes N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
@@ -37,7 +38,7 @@ Starts the API server: http://127.0.0.1:8787 unless --port says otherwise (0 pic
 Without --model it loads the active model (\`svc models use\`) and follows it: a running server switches when
 it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AUDIT_RETENTION_DAYS,
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT, SVC_AUDIT_RETENTION_DAYS,
 SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
 Default data dir: ${defaultDataDir()}
 `;
@@ -81,7 +82,7 @@ A --host other than loopback needs --lan (the API is then reachable from the net
 Without --model, \`svc serve\` loads the active model (\`svc models use\`) and follows it: a running server
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
-SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS,
+SVC_GPU, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS,
 SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
 SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Account holders log in to their console at <base URL>/v1/console.
@@ -117,6 +118,7 @@ async function serve(argv: string[]): Promise<void> {
       "cors-origins": { type: "string" },
       "concurrency-limit": { type: "string" },
       "queue-limit": { type: "string" },
+      "agent-runs-limit": { type: "string" },
       "audit-retention-days": { type: "string" },
       "console-session-minutes": { type: "string" },
       lan: { type: "boolean" },

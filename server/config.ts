@@ -22,6 +22,8 @@ export interface ServeConfig {
   concurrencyLimit?: number;
   /** Interactive requests that may wait for a sequence at once, all accounts together; undefined: 64. */
   queueLimit?: number;
+  /** Agent runs one account may have in progress at once; undefined: 2. */
+  agentRunsLimit?: number;
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
   /** Audit records older than this many days are removed automatically; undefined: 90. */
@@ -74,6 +76,7 @@ export type Flags = Partial<
     | "cors-origins"
     | "concurrency-limit"
     | "queue-limit"
+    | "agent-runs-limit"
     | "allowed-hosts"
     | "headers-timeout"
     | "request-timeout"
@@ -125,6 +128,7 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     logLevel,
     concurrencyLimit: intOption("concurrency-limit", pick("concurrency-limit", "SVC_CONCURRENCY_LIMIT"), 1, 100_000),
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
+    agentRunsLimit: intOption("agent-runs-limit", pick("agent-runs-limit", "SVC_AGENT_RUNS_LIMIT"), 1, 1000),
     auditRetentionDays: intOption("audit-retention-days", pick("audit-retention-days", "SVC_AUDIT_RETENTION_DAYS"), 1, 36_500),
     consoleSessionMinutes: intOption("console-session-minutes", pick("console-session-minutes", "SVC_CONSOLE_SESSION_MINUTES"), 1, 24 * 60),
     corsOrigins: list(pick("cors-origins", "SVC_CORS_ORIGINS")).map((o) => o.replace(/\/+$/, "")),

@@ -166,6 +166,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       engineHost,
       batches,
       files,
+      agent: { runsPerAccount: config.agentRunsLimit },
       version: packageVersion(),
       log,
       observers: [audit.observer],

@@ -41,7 +41,7 @@ beforeAll(async () => {
   dataDir = tempDataDir();
   key = createKey(dataDir);
   otherKey = createKey(dataDir, "--account", "someone-else");
-  server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "32768"] });
+  server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "32768", "--agent-runs-limit", "3"] });
   const client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
   fileId = (await client.files.create({ file: await toFile(Buffer.from(NOTES), "notes.md"), purpose: "user_data" })).id;
 });
@@ -208,23 +208,23 @@ describe("limits", () => {
     expect(run.usage).toEqual(sumOfSteps(run));
   });
 
-  it("a third concurrent run of one account is a 429 with Retry-After in OpenAI's error format", async () => {
-    const first = await post("/v1/agent/run", { ...ENDLESS, input: "one", stream: true, timeout_seconds: 60 });
-    const second = await post("/v1/agent/run", { ...ENDLESS, input: "two", stream: true, timeout_seconds: 60 });
-    const a = await readEvents(first, (e) => e.event === "run.created");
-    const b = await readEvents(second, (e) => e.event === "run.created");
-    const third = await post("/v1/agent/run", { ...FAST, input: "three" });
-    expect(third.status).toBe(429);
-    expect(Number(third.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect(Number(third.headers.get("retry-after"))).toBeLessThanOrEqual(60);
-    expect(await third.json()).toEqual({ error: { message: expect.stringContaining("at most 2"), type: "rate_limit_error", param: null, code: "too_many_agent_runs" } });
+  it("a run over the account's --agent-runs-limit (3 here) is a 429 with Retry-After in OpenAI's error format", async () => {
+    const started: Array<Awaited<ReturnType<typeof readEvents>>> = [];
+    for (const input of ["one", "two", "three"]) {
+      const response = await post("/v1/agent/run", { ...ENDLESS, input, stream: true, timeout_seconds: 60 });
+      started.push(await readEvents(response, (e) => e.event === "run.created"));
+    }
+    const fourth = await post("/v1/agent/run", { ...FAST, input: "four" });
+    expect(fourth.status).toBe(429);
+    expect(Number(fourth.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(fourth.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    expect(await fourth.json()).toEqual({ error: { message: expect.stringContaining("at most 3"), type: "rate_limit_error", param: null, code: "too_many_agent_runs" } });
     // Another account is not affected.
     const other = await post("/v1/agent/run", { ...FAST, input: "mine", tools: [] }, otherKey);
     expect(other.status).toBe(200);
     expect(((await other.json()) as Run).status).toBe("completed");
-    for (const events of [a.events, b.events]) expect((await post(`/v1/agent/run/${events[0]!.data.run.id}/cancel`, {})).status).toBe(200);
-    await a.rest();
-    await b.rest();
+    for (const { events } of started) expect((await post(`/v1/agent/run/${events[0]!.data.run.id}/cancel`, {})).status).toBe(200);
+    for (const { rest } of started) await rest();
   });
 });
 
