@@ -16,6 +16,7 @@ import { FilesService } from "../server/features/files/files-service.js";
 import { sharedIngest } from "../server/ingest/ingest.js";
 import { Store } from "../server/store/store.js";
 import { answer, FakeEngine } from "../test/support/fake-engine.js";
+import { median } from "./common.js";
 
 const { values } = parseArgs({ options: { requests: { type: "string", default: "2000" }, rounds: { type: "string", default: "3" }, concurrency: { type: "string", default: "8" } } });
 const N = Number(values.requests);
@@ -91,7 +92,6 @@ for (let r = 0; r < ROUNDS; r++) {
     await out.close();
   }
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const w = median(results.with);
 const wo = median(results.without);
 console.log(`${N} chat completions x ${ROUNDS} rounds, concurrency ${CONCURRENCY} (scripted engine, app.inject)`);

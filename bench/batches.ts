@@ -15,6 +15,7 @@ import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
 import { newId } from "../server/core/ids.js";
 import { Store } from "../server/store/store.js";
+import { median } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +34,6 @@ const maxTokens = Number(values.tokens);
 const rounds = Number(values.rounds);
 const modelPath = values.model ?? writeTinyModel();
 const SVC = join(import.meta.dirname, "..", "bin", "svc.js");
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Server {
   url: string;

@@ -8,6 +8,7 @@ import { writeTinyModel } from "../resources/test-model/cli.js";
 import { defaultThreads } from "../server/config.js";
 import { LlamaEngine } from "../server/engine/llama-engine.js";
 import type { EngineRequest } from "../server/engine/types.js";
+import { median, fixedLengthSchema } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -22,14 +23,9 @@ const rounds = Number(values.rounds);
 const modelPath = values.model ?? writeTinyModel();
 const threads = values.threads ? Number(values.threads) : defaultThreads();
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-// A long answer of a fixed length for any model: an array of integers the grammar makes the model finish.
-const longSchema = {
-  type: "object",
-  properties: { xs: { type: "array", items: { type: "integer" }, minItems: Math.ceil(tokens / 2), maxItems: Math.ceil(tokens / 2) } },
-  required: ["xs"],
-};
+// A long, fixed-length answer for any model.
+const longSchema = fixedLengthSchema(Math.ceil(tokens / 2));
 const base: EngineRequest = {
   messages: [{ role: "user", content: [{ type: "text", text: "List numbers." }] }],
   tools: [],

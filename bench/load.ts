@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
+import { fixedLengthSchema } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -76,8 +77,7 @@ const overall = setTimeout(() => abortAll.abort(new Error("deadline")), deadline
 
 const rampMs = Number(values.ramp) * 1000;
 // An answer of about `tokens` tokens from any model: an array of integers the grammar makes it finish.
-const half = Math.max(1, Math.ceil(tokens / 2));
-const longSchema = { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: half, maxItems: half } }, required: ["xs"] };
+const longSchema = fixedLengthSchema(Math.max(1, Math.ceil(tokens / 2)));
 
 async function one(i: number): Promise<Result> {
   if (rampMs > 0) await new Promise((r) => setTimeout(r, (rampMs * i) / clients));

@@ -14,6 +14,7 @@ import { defaultThreads } from "../server/config.js";
 import type { InferenceRequest } from "../server/core/inference.js";
 import { startServer } from "../server/index.js";
 import { toEngineRequest } from "../server/pipeline/pipeline.js";
+import { median, fixedLengthSchema } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -28,14 +29,9 @@ const rounds = Number(values.rounds);
 const modelPath = values.model ?? writeTinyModel();
 const threads = values.threads ? Number(values.threads) : defaultThreads();
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-// A long, fixed-length answer for any model: an array of integers the grammar makes the model finish.
-const longSchema = {
-  type: "object",
-  properties: { xs: { type: "array", items: { type: "integer" }, minItems: Math.ceil(tokens / 2), maxItems: Math.ceil(tokens / 2) } },
-  required: ["xs"],
-};
+// A long, fixed-length answer for any model.
+const longSchema = fixedLengthSchema(Math.ceil(tokens / 2));
 const chatBody = {
   messages: [{ role: "user", content: "List numbers." }],
   reasoning_effort: "none",

@@ -1,0 +1,16 @@
+// Small pieces the benchmarks share.
+
+/** The median of the samples (the upper one of the middle two for an even count). */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * A JSON schema for a long answer of a fixed length on any model: an array of `items` integers, which the
+ * grammar makes the model finish (about two tokens an item).
+ */
+export function fixedLengthSchema(items: number): Record<string, unknown> {
+  return {
+    type: "object",
+    properties: { xs: { type: "array", items: { type: "integer" }, minItems: items, maxItems: items } },
+    required: ["xs"],
+  };
+}
