@@ -445,12 +445,13 @@ export class AgentRun {
     step.duration_ms = Math.round(performance.now() - began);
   }
 
-  private async toolStep(call: ToolCall): Promise<{ text: string; isError: boolean }> {
+  /** A tool call's step, added to the run and announced. */
+  private async openToolStep(call: ToolCall, kind: "built_in" | "function"): Promise<ToolStep> {
     const step: ToolStep = {
       ...this.newStepBase(),
       type: "tool_call",
-      status: "in_progress",
-      tool_type: "built_in",
+      status: kind === "built_in" ? "in_progress" : "requires_action",
+      tool_type: kind,
       call_id: call.id,
       name: call.name,
       arguments: call.arguments,
@@ -458,9 +459,14 @@ export class AgentRun {
       result: null,
       error: null,
     };
-    const began = performance.now();
     this.steps.push(step);
     await this.emit({ type: "run.step.created", step: structuredClone(step) });
+    return step;
+  }
+
+  private async toolStep(call: ToolCall): Promise<{ text: string; isError: boolean }> {
+    const began = performance.now();
+    const step = await this.openToolStep(call, "built_in");
     const outcome = await this.options.tools.run(call.name as Parameters<ToolBox["run"]>[0], call.arguments);
     step.output = outcome.output;
     step.result = outcome.result;
@@ -472,20 +478,7 @@ export class AgentRun {
   }
 
   private async clientCallStep(call: ToolCall): Promise<void> {
-    const step: ToolStep = {
-      ...this.newStepBase(),
-      type: "tool_call",
-      status: "requires_action",
-      tool_type: "function",
-      call_id: call.id,
-      name: call.name,
-      arguments: call.arguments,
-      output: null,
-      result: null,
-      error: null,
-    };
-    this.steps.push(step);
-    await this.emit({ type: "run.step.created", step: structuredClone(step) });
+    await this.openToolStep(call, "function");
   }
 }
 
