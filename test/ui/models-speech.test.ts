@@ -185,7 +185,8 @@ describe.skipIf(skip !== null)("speech models on the Models page", () => {
         await ui.page.getByTestId("theme-switch").selectOption(theme);
         await ui.open("models");
         await row("ggml-base.bin").waitFor();
-        await ui.page.locator("#speech-title").scrollIntoViewIfNeeded();
+        // The window scrolls inside its content pane: bring the whole section (its end) on screen.
+        await section().evaluate((el) => el.scrollIntoView({ block: "end" }));
         await ui.page.screenshot({ path: `${ui.screenshotsDir}/models-speech-${size.width}x${size.height}-${theme}.png` });
         expect(await ui.axe()).toEqual([]);
         expect(ui.pageErrors).toEqual([]);
@@ -221,7 +222,9 @@ describe.skipIf(skip !== null)("speech models on the Models page", () => {
       "No speech model yet, so audio and video uploads get no transcript: the model is told that what is said in them is unknown, and invents nothing." +
         "Get one below: Whisper base (multilingual) is about 148 MB and hears many languages. Text, PDFs, images and code never need one.",
     );
-    await ui.page.locator("#speech-title").scrollIntoViewIfNeeded();
+    await section().getByTestId("download-dismiss").click();
+    await expect.poll(() => section().getByTestId("download").count()).toBe(0);
+    await section().evaluate((el) => el.scrollIntoView({ block: "end" }));
     await ui.page.screenshot({ path: `${ui.screenshotsDir}/models-speech-empty-1280x860-light.png` });
     for (const theme of THEMES) {
       await ui.page.getByTestId("theme-switch").selectOption(theme);

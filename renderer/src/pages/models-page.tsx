@@ -440,8 +440,13 @@ function SpeechSection({
         Speech models
       </h2>
       <p className="muted small">
-        For transcripts of audio and video uploads: what is said in them becomes text the model can read. In {speech?.directory}.{" "}
-        <span className="badge">in use</span> is the one uploads are transcribed with.
+        For transcripts of audio and video uploads: what is said in them becomes text the model can read. In {speech?.directory}.
+        {speech && speech.models.length > 0 && (
+          <>
+            {" "}
+            <span className="badge">in use</span> is the one uploads are transcribed with.
+          </>
+        )}
       </p>
       {error && (
         <p className="error" role="alert" data-testid="speech-error">
