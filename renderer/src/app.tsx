@@ -9,7 +9,7 @@ import { BatchesPage } from "./pages/batches-page";
 import { ChatPage } from "./pages/chat-page";
 import { FilesPage } from "./pages/files-page";
 import { KeysPage } from "./pages/keys-page";
-import { ModelsPage } from "./pages/models-page";
+import { ModelsPage, type ModelsSection } from "./pages/models-page";
 import { ServerPage } from "./pages/server-page";
 import { applyTheme, useSettings, type Theme } from "./settings";
 import { modelStateLabel } from "./labels";
@@ -35,12 +35,18 @@ const THEMES: Array<{ value: Theme; label: string }> = [
 ];
 
 function pageFromHash(): PageId {
-  const id = window.location.hash.replace(/^#\/?/, "");
+  const id = window.location.hash.replace(/^#\/?/, "").split("/")[0];
   return PAGES.some((p) => p.id === id) ? (id as PageId) : "chat";
+}
+
+/** A section of the page to open at (#/models/speech). */
+function sectionFromHash(): ModelsSection | null {
+  return window.location.hash.replace(/^#\/?/, "").split("/")[1] === "speech" ? "speech" : null;
 }
 
 export function App() {
   const [page, setPage] = useState<PageId>(pageFromHash);
+  const [section, setSection] = useState<ModelsSection | null>(sectionFromHash);
   const [info, setInfo] = useState<ServerInfo | null>(null);
   const [status, setStatus] = useState<StatusView | null>(null);
   const [bridgeError, setBridgeError] = useState<string | null>(null);
@@ -53,7 +59,9 @@ export function App() {
 
   const poll = useCallback(async () => {
     try {
-      const [i, s, d] = await Promise.all([consoleApi.serverInfo(), consoleApi.status(), consoleApi.downloads()]);
+      const [i, s, all] = await Promise.all([consoleApi.serverInfo(), consoleApi.status(), consoleApi.downloads()]);
+      // The chat and the first-run offer follow the language model's downloads, not a speech model's.
+      const d = all.filter((x) => x.kind !== "speech");
       setInfo(i);
       setStatus(s);
       setDownloads(d);
@@ -71,9 +79,10 @@ export function App() {
   const settling = downloads.some(isDownloadRunning) || status?.model.state === "loading";
   usePoll(poll, settling ? 800 : 3000);
 
-  const go = useCallback((id: PageId) => {
+  const go = useCallback((id: PageId, at: ModelsSection | null = null) => {
     setPage(id);
-    window.history.replaceState(null, "", `#/${id}`);
+    setSection(at);
+    window.history.replaceState(null, "", at ? `#/${id}/${at}` : `#/${id}`);
   }, []);
 
   // Ctrl+N (Cmd+N): a new chat, from any page.
@@ -145,10 +154,10 @@ export function App() {
           />
         </div>
         {page === "batches" && <BatchesPage info={info} />}
-        {page === "files" && <FilesPage info={info} />}
+        {page === "files" && <FilesPage info={info} onGo={go} />}
         {page === "keys" && <KeysPage />}
         {page === "audit" && <AuditPage info={info} />}
-        {page === "models" && <ModelsPage />}
+        {page === "models" && <ModelsPage section={section} />}
         {page === "server" && <ServerPage info={info} status={status} onInfo={setInfo} />}
       </main>
     </div>

@@ -1,10 +1,11 @@
 // The desktop console's service, as the window's IPC calls reach it (dispatchConsoleCall), over a real server
 // without a model; and the CORS policy the window's requests depend on.
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
+import { buildTinyWhisperModel } from "../../resources/test-model/tiny-whisper.js";
 import { ConsoleService, dispatchConsoleCall, WINDOW_KEY_NAME } from "../../server/features/console/console-service.js";
 import type {
   AccountView,
@@ -212,6 +213,59 @@ describe("console calls", () => {
     // An ended download can be dismissed; a running one cannot.
     expect(await call<DownloadView[]>("dismissDownload", started.id)).toEqual([]);
     expect((await dispatchConsoleCall(service, "dismissDownload", [started.id])).ok).toBe(false);
+  });
+
+  it("speech models: kind speech downloads, lists, uses and removes them; bad input is refused as data", async () => {
+    const speech = buildTinyWhisperModel();
+    files.files.set("/whisper/ggml-console.bin", speech);
+    files.bytesPerSecond = null;
+    const empty = await call<ModelsView>("listModels");
+    expect(empty.speech).toMatchObject({ active: null, models: [], recommended: { file: "ggml-base.bin", title: "Whisper base (multilingual)", approxBytes: 148_000_000, downloaded: false } });
+    expect(empty.speech.directory).toBe(join(dataDir, "models", "speech"));
+    const started = await call<DownloadView>("startDownload", { source: `${files.url}/whisper/ggml-console.bin`, kind: "speech" });
+    expect(started).toMatchObject({ kind: "speech", phase: "resolving" });
+    const until = Date.now() + 30_000;
+    let view = started;
+    while (!["done", "failed", "cancelled"].includes(view.phase)) {
+      if (Date.now() > until) throw new Error(`download did not end: ${JSON.stringify(view)}`);
+      await new Promise((r) => setTimeout(r, 50));
+      view = (await call<DownloadView[]>("downloads")).find((d) => d.id === started.id)!;
+    }
+    expect(view).toMatchObject({ phase: "done", kind: "speech", file: "ggml-console.bin", downloadedBytes: speech.length });
+    expect(logs.since().some((l) => l.message === "Downloaded ggml-console.bin (now the speech model).")).toBe(true);
+    const listed = await call<ModelsView>("listModels");
+    expect(listed.speech.active).toBe("ggml-console.bin");
+    expect(listed.speech.models).toEqual([
+      { file: "ggml-console.bin", sizeBytes: speech.length, active: true, sizeLabel: null, weights: "F32", source: `${files.url}/whisper/ggml-console.bin`, error: null },
+    ]);
+    // Kept apart: not a language model.
+    expect(listed.models.map((m) => m.file)).not.toContain("ggml-console.bin");
+    expect(server.store.settings.get("speech_model")?.value).toBe("ggml-console.bin");
+
+    // Bad input: the console's error format, naming what is wrong.
+    expect(await dispatchConsoleCall(service, "startDownload", [{ source: "x", kind: "whisper" }])).toEqual({
+      ok: false,
+      error: { message: 'A model kind is "llm" or "speech", not "whisper".', code: "invalid_model_kind" },
+    });
+    expect(await dispatchConsoleCall(service, "startDownload", [{ source: "hf:a/b/model.gguf", kind: "speech" }])).toMatchObject({
+      ok: false,
+      error: { message: expect.stringContaining("a .gguf file is a language model"), code: "invalid_model_source" },
+    });
+    expect(await dispatchConsoleCall(service, "useModel", ["nope.bin", { kind: "speech" }])).toMatchObject({ ok: false, error: { code: "model_not_found" } });
+    expect(await dispatchConsoleCall(service, "useModel", ["ggml-console.bin", { kind: 7 }])).toMatchObject({ ok: false, error: { code: "invalid_model_kind" } });
+    expect(await dispatchConsoleCall(service, "removeModel", ["../x.bin", { kind: "speech" }])).toMatchObject({ ok: false, error: { code: "invalid_model_name" } });
+    expect(await dispatchConsoleCall(service, "removeModel", ["ggml-console.bin", { kind: "speech" }])).toMatchObject({
+      ok: false,
+      error: { message: expect.stringContaining("is the speech model in use"), code: "model_active" },
+    });
+    // A language model of that name is not there: the kinds do not mix.
+    expect(await dispatchConsoleCall(service, "removeModel", ["ggml-console.bin"])).toMatchObject({ ok: false, error: { code: "model_not_found" } });
+
+    const removed = await call<ModelsView>("removeModel", "ggml-console.bin", { kind: "speech", force: true });
+    expect(removed.speech).toMatchObject({ active: null, models: [] });
+    expect(server.store.settings.get("speech_model")).toBeUndefined();
+    expect(existsSync(join(dataDir, "models", "speech", "ggml-console.bin"))).toBe(false);
+    await call("dismissDownload", started.id);
   });
 
   it("keeps recent log lines for the window", async () => {

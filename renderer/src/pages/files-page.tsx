@@ -17,8 +17,13 @@ interface Upload {
   error: string | null;
 }
 
-export function FilesPage({ info }: { info: ServerInfo | null }) {
+/** Audio and video get a transcript only with a speech model (set up on the Models page). */
+const HEARD_KINDS = new Set(["audio", "video"]);
+
+export function FilesPage({ info, onGo }: { info: ServerInfo | null; onGo?: (page: "models", section: "speech") => void }) {
   const [files, setFiles] = useState<FileOut[] | null>(null);
+  /** Whether a speech model is in use; asked only while the list holds audio or video. */
+  const [hasSpeechModel, setHasSpeechModel] = useState<boolean | null>(null);
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
@@ -28,7 +33,9 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
   const refresh = useCallback(async () => {
     if (!info) return;
     try {
-      setFiles(await listFiles(info.openaiBaseUrl, await consoleApi.windowKey()));
+      const list = await listFiles(info.openaiBaseUrl, await consoleApi.windowKey());
+      setFiles(list);
+      if (list.some((f) => HEARD_KINDS.has(f.content_kind))) setHasSpeechModel((await consoleApi.listModels()).speech.active !== null);
       setError(null);
     } catch (err) {
       setError((err as Error).message);
@@ -165,7 +172,19 @@ export function FilesPage({ info }: { info: ServerInfo | null }) {
                     <code>{f.id}</code> · {f.mime_type}
                   </div>
                 </td>
-                <td data-testid="files-kind">{KIND_LABEL[f.content_kind] ?? f.content_kind}</td>
+                <td>
+                  <span data-testid="files-kind">{KIND_LABEL[f.content_kind] ?? f.content_kind}</span>
+                  {HEARD_KINDS.has(f.content_kind) && f.status === "processed" && hasSpeechModel === false && (
+                    <div className="muted small" data-testid="files-no-transcript">
+                      No speech model is in use: audio and video uploaded now get no transcript.{" "}
+                      {onGo && (
+                        <button className="link" data-testid="files-get-speech-model" onClick={() => onGo("models", "speech")}>
+                          Set one up
+                        </button>
+                      )}
+                    </div>
+                  )}
+                </td>
                 <td className="nowrap">{formatBytes(f.size)}</td>
                 <td data-testid="files-status">
                   <span className={`pill ${f.status}`}>{f.status === "uploaded" ? "reading…" : f.status === "processed" ? "ready" : "error"}</span>

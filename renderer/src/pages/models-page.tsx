@@ -1,7 +1,7 @@
 // The model and the hardware: what is loaded, on which GPU, suggested models sized to this machine, the files
-// on disk, and downloads with progress.
-import { useCallback, useState } from "react";
-import type { DownloadView, GpuPreference, ModelFit, ModelsView, StatusView, SuggestedModelView } from "../../../server/features/console/contract";
+// on disk, and downloads with progress; and the speech models that transcribe audio and video uploads.
+import { useCallback, useEffect, useRef, useState, type ReactNode, type RefObject } from "react";
+import type { DownloadView, GpuPreference, ModelFit, ModelKind, ModelsView, StatusView, SuggestedModelView } from "../../../server/features/console/contract";
 import { consoleApi, isDownloadRunning } from "../console-client";
 import { formatBytes, formatEta } from "../format";
 import { Download } from "../icons";
@@ -93,12 +93,16 @@ function SuggestedRow({ model, busy, ramTotal, onDownload, onUse }: { model: Sug
   );
 }
 
-export function ModelsPage() {
+/** The page's section a link can open it at (the Files page opens "speech"). */
+export type ModelsSection = "speech";
+
+export function ModelsPage({ section = null }: { section?: ModelsSection | null } = {}) {
   const [status, setStatus] = useState<StatusView | null>(null);
   const [models, setModels] = useState<ModelsView | null>(null);
   const [downloads, setDownloads] = useState<DownloadView[]>([]);
   const [source, setSource] = useState("");
-  const [error, setError] = useState<string | null>(null);
+  // An error shows where its action was: at the top, or in the speech section.
+  const [error, setError] = useState<{ message: string; place: "page" | "speech" } | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirmRemove, setConfirmRemove] = useState<string | null>(null);
 
@@ -111,18 +115,56 @@ export function ModelsPage() {
   const anyRunning = downloads.some(isDownloadRunning);
   usePoll(refresh, anyRunning || status?.model.state === "loading" ? 400 : 2000);
 
-  const act = async (fn: () => Promise<unknown>) => {
+  const act = async (fn: () => Promise<unknown>, place: "page" | "speech" = "page") => {
     setError(null);
     setBusy(true);
     try {
       await fn();
       await refresh();
     } catch (err) {
-      setError((err as Error).message);
+      setError({ message: (err as Error).message, place });
     } finally {
       setBusy(false);
     }
   };
+
+  // Opened at the speech section (from the Files page): scroll there once the page has its content.
+  const speechRef = useRef<HTMLHeadingElement>(null);
+  const loaded = models !== null && status !== null;
+  useEffect(() => {
+    if (section !== "speech" || !loaded) return;
+    speechRef.current?.scrollIntoView({ block: "start" });
+    speechRef.current?.focus({ preventScroll: true });
+  }, [section, loaded]);
+
+  const kindOf = (d: DownloadView): ModelKind => d.kind ?? "llm";
+  const placeOf = (kind: ModelKind) => (kind === "speech" ? "speech" : "page");
+  const llmDownloads = downloads.filter((d) => kindOf(d) === "llm");
+  const speechDownloads = downloads.filter((d) => kindOf(d) === "speech");
+  const downloadRow = (d: DownloadView) => (
+    <DownloadRow
+      key={d.id}
+      download={d}
+      onCancel={() => void act(() => consoleApi.cancelDownload(d.id), placeOf(kindOf(d)))}
+      onRetry={() => void act(() => consoleApi.startDownload({ source: d.source, kind: kindOf(d) }), placeOf(kindOf(d)))}
+      onDismiss={() => void act(() => consoleApi.dismissDownload(d.id), placeOf(kindOf(d)))}
+    />
+  );
+  const partialRow = (p: ModelsView["partial"][number]) => (
+    <li key={p.file} className="muted small">
+      Unfinished: {p.file}, {formatBytes(p.keptBytes)}
+      {p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ""} kept.
+      {p.source && (
+        <>
+          {" "}
+          <button className="link" disabled={busy} onClick={() => void act(() => consoleApi.startDownload({ source: p.source!, kind: p.kind }), placeOf(p.kind))}>
+            Resume
+          </button>
+        </>
+      )}
+    </li>
+  );
+  const partials = (kind: ModelKind) => models?.partial.filter((p) => !p.downloadingNow && (p.kind ?? "llm") === kind) ?? [];
 
   const model = status?.model;
   const loadedElsewhere = models?.loaded && !models.models.some((m) => m.loaded) ? models.loaded : null;
@@ -192,9 +234,9 @@ export function ModelsPage() {
         </div>
       </div>
 
-      {error && (
+      {error?.place === "page" && (
         <p className="error" role="alert" data-testid="models-error">
-          {error}
+          {error.message}
         </p>
       )}
 
@@ -270,44 +312,14 @@ export function ModelsPage() {
             No model files here yet: download one of the suggested models below.
           </p>
         )}
-        {models && models.partial.length > 0 && (
-          <ul className="partials">
-            {models.partial
-              .filter((p) => !p.downloadingNow)
-              .map((p) => (
-                <li key={p.file} className="muted small">
-                  Unfinished: {p.file}, {formatBytes(p.keptBytes)}
-                  {p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ""} kept.
-                  {p.source && (
-                    <>
-                      {" "}
-                      <button className="link" disabled={busy} onClick={() => void act(() => consoleApi.startDownload({ source: p.source! }))}>
-                        Resume
-                      </button>
-                    </>
-                  )}
-                </li>
-              ))}
-          </ul>
-        )}
+        {partials("llm").length > 0 && <ul className="partials">{partials("llm").map(partialRow)}</ul>}
       </div>
 
-      {downloads.length > 0 && (
+      {llmDownloads.length > 0 && (
         <div className="card">
           <h2>Downloads</h2>
           <ul className="downloads" data-testid="downloads">
-            {downloads
-              .slice()
-              .reverse()
-              .map((d) => (
-                <DownloadRow
-                  key={d.id}
-                  download={d}
-                  onCancel={() => void act(() => consoleApi.cancelDownload(d.id))}
-                  onRetry={() => void act(() => consoleApi.startDownload({ source: d.source }))}
-                  onDismiss={() => void act(() => consoleApi.dismissDownload(d.id))}
-                />
-              ))}
+            {llmDownloads.slice().reverse().map(downloadRow)}
           </ul>
         </div>
       )}
@@ -368,6 +380,212 @@ export function ModelsPage() {
           </button>
         </form>
       </div>
+
+      <SpeechSection
+        models={models}
+        downloads={speechDownloads}
+        partials={partials("speech")}
+        busy={busy}
+        headingRef={speechRef}
+        act={(fn) => act(fn, "speech")}
+        error={error?.place === "speech" ? error.message : null}
+        downloadRow={downloadRow}
+        partialRow={partialRow}
+      />
     </section>
+  );
+}
+
+/** whisper.cpp's size name as people know it: "base" → "Whisper base", "small.en" → "Whisper small (English)". */
+function speechTitle(sizeLabel: string | null): string | null {
+  if (!sizeLabel) return null;
+  return sizeLabel.endsWith(".en") ? `Whisper ${sizeLabel.slice(0, -3)} (English)` : `Whisper ${sizeLabel}`;
+}
+
+/**
+ * Speech models: the whisper.cpp files that turn what is said in uploaded audio and video into a transcript.
+ * The same calls as the language models above (listModels, useModel, removeModel, startDownload), with kind
+ * "speech".
+ */
+function SpeechSection({
+  models,
+  downloads,
+  partials,
+  busy,
+  headingRef,
+  act,
+  downloadRow,
+  partialRow,
+  error,
+}: {
+  models: ModelsView | null;
+  downloads: DownloadView[];
+  partials: ModelsView["partial"];
+  busy: boolean;
+  headingRef: RefObject<HTMLHeadingElement | null>;
+  act: (fn: () => Promise<unknown>) => Promise<void>;
+  downloadRow: (d: DownloadView) => ReactNode;
+  partialRow: (p: ModelsView["partial"][number]) => ReactNode;
+  error: string | null;
+}) {
+  const [source, setSource] = useState("");
+  const [confirmRemove, setConfirmRemove] = useState<string | null>(null);
+  const speech = models?.speech;
+  const recommended = speech?.recommended;
+  const recommendedRunning = downloads.some((d) => d.source === recommended?.source && isDownloadRunning(d));
+  const recommendedFile = speech?.models.find((m) => m.file === recommended?.file);
+  return (
+    <div className="card speech" id="speech" data-testid="speech-models" aria-labelledby="speech-title">
+      <h2 id="speech-title" ref={headingRef} tabIndex={-1}>
+        Speech models
+      </h2>
+      <p className="muted small">
+        For transcripts of audio and video uploads: what is said in them becomes text the model can read. In {speech?.directory}.
+        {speech && speech.models.length > 0 && (
+          <>
+            {" "}
+            <span className="badge">in use</span> is the one uploads are transcribed with.
+          </>
+        )}
+      </p>
+      {error && (
+        <p className="error" role="alert" data-testid="speech-error">
+          {error}
+        </p>
+      )}
+      {speech && speech.models.length > 0 && (
+        <table data-testid="speech-table">
+          <thead>
+            <tr>
+              <th scope="col">File</th>
+              <th scope="col">Model</th>
+              <th scope="col">Size</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {speech.models.map((m) => (
+              <tr key={m.file} data-testid="speech-row" data-file={m.file} data-active={m.active ? "true" : "false"}>
+                <td>
+                  {m.file} {m.active && <span className="badge">in use</span>}
+                </td>
+                <td>
+                  {m.error ? (
+                    <span className="error">{m.error}</span>
+                  ) : (
+                    <>
+                      {speechTitle(m.sizeLabel) ?? "Whisper"}
+                      {m.weights ? <span className="muted"> ({m.weights})</span> : null}
+                    </>
+                  )}
+                </td>
+                <td data-testid="speech-size">{formatBytes(m.sizeBytes)}</td>
+                <td className="actions">
+                  {confirmRemove === m.file ? (
+                    <>
+                      <span className="small">{m.active ? "Delete the file? Uploads get no transcript until another is chosen." : "Delete the file?"}</span>{" "}
+                      <button
+                        className="danger"
+                        data-testid="speech-remove-confirm"
+                        disabled={busy}
+                        onClick={() => void act(() => consoleApi.removeModel(m.file, { kind: "speech", force: m.active })).then(() => setConfirmRemove(null))}
+                      >
+                        Delete
+                      </button>{" "}
+                      <button onClick={() => setConfirmRemove(null)}>Keep</button>
+                    </>
+                  ) : (
+                    <>
+                      {!m.active && !m.error && (
+                        <button data-testid="speech-use" disabled={busy} onClick={() => void act(() => consoleApi.useModel(m.file, { kind: "speech" }))}>
+                          Use
+                        </button>
+                      )}{" "}
+                      <button className="danger" data-testid="speech-remove" disabled={busy} onClick={() => setConfirmRemove(m.file)}>
+                        Remove
+                      </button>
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {speech && speech.models.length === 0 && (
+        <div className="empty speech-empty" data-testid="speech-empty">
+          <p>
+            No speech model yet, so audio and video uploads get no transcript: the model is told that what is said in them is unknown, and invents nothing.
+          </p>
+          <p>
+            Get one below: {recommended?.title} is about {formatBytes(recommended?.approxBytes ?? 0)} and hears many languages. Text, PDFs, images and code never need
+            one.
+          </p>
+        </div>
+      )}
+      {speech && speech.models.length > 0 && speech.active === null && (
+        <p className="notice" data-testid="speech-none-in-use">
+          No speech model is in use, so uploads get no transcript: press Use on one above.
+        </p>
+      )}
+      {partials.length > 0 && <ul className="partials">{partials.map(partialRow)}</ul>}
+      {downloads.length > 0 && (
+        <ul className="downloads" data-testid="speech-downloads">
+          {downloads.slice().reverse().map(downloadRow)}
+        </ul>
+      )}
+      {recommended && (
+        <div className="form-row speech-recommended" data-testid="speech-recommended">
+          <span>
+            <strong>{recommended.title}</strong> <span className="badge">recommended</span>
+            <span className="muted small"> · about {formatBytes(recommended.approxBytes)}</span>
+          </span>
+          {recommendedFile ? (
+            recommendedFile.active ? (
+              <span className="muted small">in use</span>
+            ) : (
+              <button data-testid="speech-recommended-use" disabled={busy} onClick={() => void act(() => consoleApi.useModel(recommendedFile.file, { kind: "speech" }))}>
+                Use
+              </button>
+            )
+          ) : (
+            <button
+              className="primary"
+              data-testid="speech-recommended-download"
+              disabled={busy || recommendedRunning}
+              onClick={() => void act(() => consoleApi.startDownload({ source: recommended.source, kind: "speech" }))}
+            >
+              <Download size={14} aria-hidden /> Download
+            </button>
+          )}
+        </div>
+      )}
+      <form
+        className="form-row other-source"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!source.trim()) return;
+          void act(async () => {
+            await consoleApi.startDownload({ source: source.trim(), kind: "speech" });
+            setSource("");
+          });
+        }}
+      >
+        <label htmlFor="speech-source">Another speech model</label>
+        <input
+          id="speech-source"
+          data-testid="speech-source"
+          className="wide"
+          value={source}
+          onChange={(e) => setSource(e.target.value)}
+          placeholder="small, tiny, base.en, hf:user/repo/ggml-model.bin or https://…/ggml-model.bin"
+        />
+        <button type="submit" data-testid="speech-download-start" disabled={busy || !source.trim()}>
+          Download
+        </button>
+      </form>
+    </div>
   );
 }

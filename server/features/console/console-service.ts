@@ -8,7 +8,7 @@ import type { RunningServer } from "../../index.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { AccountInfo } from "../accounts/accounts-service.js";
 import type { KeyInfo } from "../keys/keys-service.js";
-import { fitOf, SUGGESTED_MODELS } from "../models/model-sources.js";
+import { fitOf, RECOMMENDED_SPEECH_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
 import type { ModelList, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
@@ -21,6 +21,7 @@ import type {
   GpuPreference,
   KeyView,
   LogLine,
+  ModelKind,
   ModelsView,
   PasswordResetView,
   ServerInfo,
@@ -254,7 +255,7 @@ export class ConsoleService implements ConsoleApi {
         source: m.source,
         error: m.error,
       })),
-      partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source })),
+      partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source, kind: p.kind })),
       recommended: { source: recommended.source, title: recommended.title },
       suggested: SUGGESTED_MODELS.map((m) => ({
         source: m.source,
@@ -267,32 +268,63 @@ export class ConsoleService implements ConsoleApi {
         recommended: m.source === recommended.source,
         downloaded: list.models.some((f) => f.file === m.file),
       })),
+      speech: {
+        directory: list.speech.directory,
+        active: list.speech.active,
+        models: list.speech.models.map((m) => ({
+          file: m.file,
+          sizeBytes: m.sizeBytes,
+          active: m.active,
+          sizeLabel: m.sizeLabel,
+          weights: m.quantization,
+          source: m.source,
+          error: m.error,
+        })),
+        recommended: {
+          source: RECOMMENDED_SPEECH_MODEL.source,
+          file: RECOMMENDED_SPEECH_MODEL.file,
+          title: RECOMMENDED_SPEECH_MODEL.title,
+          approxBytes: RECOMMENDED_SPEECH_MODEL.approxBytes,
+          downloaded: list.speech.models.some((m) => m.file === RECOMMENDED_SPEECH_MODEL.file),
+        },
+      },
     };
   }
 
-  async useModel(file: string): Promise<ModelsView> {
-    await this.server.models.use(String(file));
+  async useModel(file: string, options: { kind?: ModelKind } = {}): Promise<ModelsView> {
+    if (kindOf(options) === "speech") {
+      const used = await this.server.models.useSpeech(String(file ?? ""));
+      this.options.logs.log("info", `Speech model: ${used.file}; uploads of audio and video get transcripts made with it.`);
+    } else await this.server.models.use(String(file));
     return this.listModels();
   }
 
-  async removeModel(file: string): Promise<ModelsView> {
-    await this.server.models.remove(String(file));
+  async removeModel(file: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<ModelsView> {
+    if (kindOf(options) === "speech") {
+      const removed = await this.server.models.removeSpeech(String(file ?? ""), { force: options?.force === true });
+      if (removed.wasActive) this.options.logs.log("warn", `Removed ${removed.file}, the speech model in use: uploads get no transcript until another is chosen.`);
+    } else await this.server.models.remove(String(file));
     return this.listModels();
   }
 
   /** Starts a download in the background; its progress is read with downloads(). */
-  async startDownload(input: { source: string; sha256?: string }): Promise<DownloadView> {
-    const source = String(input?.source ?? "").trim();
+  async startDownload(input: { source: string; sha256?: string; kind?: ModelKind }): Promise<DownloadView> {
+    const kind = kindOf(input);
+    let source = String(input?.source ?? "").trim();
+    // As `svc models pull --speech` without a source: the recommended speech model.
+    if (source === "" && kind === "speech") source = RECOMMENDED_SPEECH_MODEL.source;
     if (source === "") throw new AppError("invalid_request", "Give a model source: an hf: URI or an https:// URL of a .gguf file.", { code: "invalid_model_source" });
-    if ([...this.jobs.values()].some((j) => j.view.source === source && !isFinished(j.view)))
+    this.server.models.checkSource(source, kind);
+    if ([...this.jobs.values()].some((j) => j.view.source === source && j.view.kind === kind && !isFinished(j.view)))
       throw new AppError("conflict", `${source} is already downloading.`, { code: "download_in_progress" });
     // A retry or resume replaces the ended download of the same source in the list.
-    for (const [id, old] of this.jobs) if (old.view.source === source) this.jobs.delete(id);
+    for (const [id, old] of this.jobs) if (old.view.source === source && old.view.kind === kind) this.jobs.delete(id);
     const job: DownloadJob = {
       abort: new AbortController(),
       view: {
         id: `dl_${this.nextJob++}`,
         source,
+        kind,
         phase: "resolving",
         file: null,
         downloadedBytes: 0,
@@ -314,13 +346,14 @@ export class ConsoleService implements ConsoleApi {
         job.view.etaSeconds = event.progress.etaSeconds;
       }
     };
-    this.server.models.pull(source, { sha256: input.sha256, signal: job.abort.signal, onEvent }).then(
+    this.server.models.pull(source, { sha256: input.sha256, signal: job.abort.signal, onEvent, kind }).then(
       (result) => {
         job.view.phase = "done";
         job.view.file = result.file;
         job.view.downloadedBytes = job.view.totalBytes = result.sizeBytes;
         job.view.etaSeconds = 0;
-        this.options.logs.log("info", `Downloaded ${result.file}${result.madeActive ? " (now the active model)" : ""}.`);
+        const made = kind === "speech" ? " (now the speech model)" : " (now the active model)";
+        this.options.logs.log("info", `Downloaded ${result.file}${result.madeActive ? made : ""}.`);
       },
       (err: unknown) => {
         if (job.abort.signal.aborted) job.view.phase = "cancelled";
@@ -387,6 +420,14 @@ export class ConsoleService implements ConsoleApi {
 export function parsePortSetting(value: string | undefined): number | null {
   const port = Number(value);
   return value !== undefined && Number.isInteger(port) && port >= 1024 && port <= 65535 ? port : null;
+}
+
+/** The kind a call names: "llm" when it names none; anything else is refused. */
+function kindOf(options: { kind?: unknown } | null | undefined): ModelKind {
+  const kind = options?.kind ?? "llm";
+  if (kind !== "llm" && kind !== "speech")
+    throw new AppError("invalid_request", `A model kind is "llm" or "speech", not ${JSON.stringify(kind)}.`, { code: "invalid_model_kind" });
+  return kind;
 }
 
 function isFinished(view: DownloadView): boolean {

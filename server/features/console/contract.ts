@@ -145,6 +145,29 @@ export interface SuggestedModelView {
   downloaded: boolean;
 }
 
+/** The language models (GGUF, what answers) or the speech models (whisper.cpp, transcripts of audio and video). */
+export type ModelKind = "llm" | "speech";
+
+export interface SpeechModelView {
+  file: string;
+  sizeBytes: number;
+  /** The speech model uploads are transcribed with (the speech_model setting). */
+  active: boolean;
+  /** whisper.cpp's size name ("base", "small.en"), when the file says. */
+  sizeLabel: string | null;
+  /** How its weights are stored (F16, Q5_1, ...). */
+  weights: string | null;
+  source: string | null;
+  error: string | null;
+}
+
+export interface SpeechModelsView {
+  directory: string;
+  active: string | null;
+  models: SpeechModelView[];
+  recommended: { source: string; file: string; title: string; approxBytes: number; downloaded: boolean };
+}
+
 export interface ModelsView {
   directory: string;
   active: string | null;
@@ -152,10 +175,12 @@ export interface ModelsView {
   loaded: string | null;
   models: ModelFileView[];
   /** Unfinished downloads: what a resumed download keeps. */
-  partial: Array<{ file: string; keptBytes: number; totalBytes: number | null; downloadingNow: boolean; source: string | null }>;
+  partial: Array<{ file: string; keptBytes: number; totalBytes: number | null; downloadingNow: boolean; source: string | null; kind: ModelKind }>;
   recommended: { source: string; title: string };
   /** A few models sized to this machine, smallest first. */
   suggested: SuggestedModelView[];
+  /** Speech models, for transcripts of audio and video uploads (in their own folder). */
+  speech: SpeechModelsView;
 }
 
 export type DownloadPhase = "resolving" | "downloading" | "verifying" | "done" | "failed" | "cancelled";
@@ -163,6 +188,7 @@ export type DownloadPhase = "resolving" | "downloading" | "verifying" | "done" |
 export interface DownloadView {
   id: string;
   source: string;
+  kind: ModelKind;
   phase: DownloadPhase;
   file: string | null;
   downloadedBytes: number;
@@ -208,9 +234,12 @@ export interface ConsoleApi {
   /** A new temporary password (shown once); the account's console sessions end. */
   resetAccountPassword(name: string): Promise<PasswordResetView>;
   listModels(): Promise<ModelsView>;
-  useModel(file: string): Promise<ModelsView>;
-  removeModel(file: string): Promise<ModelsView>;
-  startDownload(input: { source: string; sha256?: string }): Promise<DownloadView>;
+  /** kind "speech": the speech model transcripts use from the next upload on. */
+  useModel(file: string, options?: { kind?: ModelKind }): Promise<ModelsView>;
+  /** kind "speech" with force: also the speech model in use (uploads then get no transcript). */
+  removeModel(file: string, options?: { kind?: ModelKind; force?: boolean }): Promise<ModelsView>;
+  /** kind "speech": a whisper.cpp model; an empty source is the recommended one (as `svc models pull --speech`). */
+  startDownload(input: { source: string; sha256?: string; kind?: ModelKind }): Promise<DownloadView>;
   downloads(): Promise<DownloadView[]>;
   cancelDownload(id: string): Promise<DownloadView>;
   /** Takes an ended download (done, failed or cancelled) off the list. */

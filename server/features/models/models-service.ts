@@ -59,6 +59,8 @@ export interface PartialDownload {
   source: string | null;
   /** A process is downloading it now (it holds the download's lock). */
   downloadingNow: boolean;
+  /** Which kind of model it becomes: a speech model's download is recorded apart from GGUF names. */
+  kind: ModelKind;
 }
 
 export interface ModelList {
@@ -320,7 +322,9 @@ export class ModelsService {
       if (folder.models.some((m) => m.file === p.file)) continue;
       const { keptBytes, totalBytes } = await keptBytesOfPartial(p.path);
       const downloadingNow = (await downloadLockOwner(this.dataDir, p.file)) !== null;
-      partial.push({ file: p.file, keptBytes, totalBytes, source: (sources.get(p.file) ?? sources.get(`speech/${p.file}`))?.source ?? null, downloadingNow });
+      const speechRecord = sources.has(p.file) ? undefined : sources.get(`speech/${p.file}`);
+      const record = sources.get(p.file) ?? speechRecord;
+      partial.push({ file: p.file, keptBytes, totalBytes, source: record?.source ?? null, downloadingNow, kind: speechRecord ? "speech" : "llm" });
     }
     const activeSpeech = this.speechModel();
     const speech: ModelEntry[] = [];
@@ -441,6 +445,11 @@ export class ModelsService {
     this.store.modelFiles.delete(file);
     if (wasActive) this.store.settings.delete(ACTIVE_MODEL_SETTING);
     return { file, removed, wasActive };
+  }
+
+  /** Checks a pull's source before the pull starts (the window refuses a bad one on the spot): AppError (400). */
+  checkSource(sourceText: string | undefined, kind: ModelKind = "llm"): void {
+    this.profile(kind).parse(sourceText);
   }
 
   /** Downloads a model into the models folder: see PullOptions. Throws AppError with a readable message. */
