@@ -35,6 +35,19 @@ async function call<T>(method: string, ...args: unknown[]): Promise<T> {
   return result.value as T;
 }
 
+/** Polls the downloads until this one has ended (within 30 s); `seen` collects every view on the way. */
+async function downloadEnded(started: DownloadView, seen: DownloadView[] = []): Promise<DownloadView> {
+  const until = Date.now() + 30_000;
+  let view = started;
+  while (!["done", "failed", "cancelled"].includes(view.phase)) {
+    if (Date.now() > until) throw new Error(`download did not end: ${JSON.stringify(view)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    view = (await call<DownloadView[]>("downloads")).find((d) => d.id === started.id)!;
+    seen.push(view);
+  }
+  return view;
+}
+
 async function chat(key: string): Promise<number> {
   const res = await fetch(`${server.url}/v1/chat/completions`, {
     method: "POST",
@@ -195,14 +208,7 @@ describe("console calls", () => {
     const started = await call<DownloadView>("startDownload", { source: `${files.url}/models/console.gguf` });
     expect(started.phase).toBe("resolving");
     const seen: DownloadView[] = [];
-    const until = Date.now() + 30_000;
-    let view = started;
-    while (!["done", "failed", "cancelled"].includes(view.phase)) {
-      if (Date.now() > until) throw new Error(`download did not end: ${JSON.stringify(view)}`);
-      await new Promise((r) => setTimeout(r, 50));
-      view = (await call<DownloadView[]>("downloads")).find((d) => d.id === started.id)!;
-      seen.push(view);
-    }
+    const view = await downloadEnded(started, seen);
     expect(view).toMatchObject({ phase: "done", file: "console.gguf", downloadedBytes: model.length });
     expect(seen.some((v) => v.phase === "downloading" && v.downloadedBytes > 0 && v.downloadedBytes < model.length)).toBe(true);
     const models = await call<ModelsView>("listModels");
@@ -224,13 +230,7 @@ describe("console calls", () => {
     expect(empty.speech.directory).toBe(join(dataDir, "models", "speech"));
     const started = await call<DownloadView>("startDownload", { source: `${files.url}/whisper/ggml-console.bin`, kind: "speech" });
     expect(started).toMatchObject({ kind: "speech", phase: "resolving" });
-    const until = Date.now() + 30_000;
-    let view = started;
-    while (!["done", "failed", "cancelled"].includes(view.phase)) {
-      if (Date.now() > until) throw new Error(`download did not end: ${JSON.stringify(view)}`);
-      await new Promise((r) => setTimeout(r, 50));
-      view = (await call<DownloadView[]>("downloads")).find((d) => d.id === started.id)!;
-    }
+    const view = await downloadEnded(started);
     expect(view).toMatchObject({ phase: "done", kind: "speech", file: "ggml-console.bin", downloadedBytes: speech.length });
     expect(logs.since().some((l) => l.message === "Downloaded ggml-console.bin (now the speech model).")).toBe(true);
     const listed = await call<ModelsView>("listModels");

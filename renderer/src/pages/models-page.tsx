@@ -21,6 +21,19 @@ function fileName(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
 }
 
+/** The question a Remove button asks in place, with Delete and Keep. */
+function ConfirmRemove({ question, testId, busy, onDelete, onKeep }: { question: string; testId: string; busy: boolean; onDelete: () => void; onKeep: () => void }) {
+  return (
+    <>
+      <span className="small">{question}</span>{" "}
+      <button className="danger" data-testid={testId} disabled={busy} onClick={onDelete}>
+        Delete
+      </button>{" "}
+      <button onClick={onKeep}>Keep</button>
+    </>
+  );
+}
+
 function DownloadRow({ download, onCancel, onRetry, onDismiss }: { download: DownloadView; onCancel: () => void; onRetry: () => void; onDismiss: () => void }) {
   const percent = download.totalBytes > 0 ? Math.floor((download.downloadedBytes / download.totalBytes) * 100) : null;
   const running = isDownloadRunning(download);
@@ -275,18 +288,13 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
                   <td data-testid="model-size">{formatBytes(m.sizeBytes)}</td>
                   <td className="actions">
                     {confirmRemove === m.file ? (
-                      <>
-                        <span className="small">Delete the file?</span>{" "}
-                        <button
-                          className="danger"
-                          data-testid="model-remove-confirm"
-                          disabled={busy}
-                          onClick={() => void act(() => consoleApi.removeModel(m.file)).then(() => setConfirmRemove(null))}
-                        >
-                          Delete
-                        </button>{" "}
-                        <button onClick={() => setConfirmRemove(null)}>Keep</button>
-                      </>
+                      <ConfirmRemove
+                        question="Delete the file?"
+                        testId="model-remove-confirm"
+                        busy={busy}
+                        onDelete={() => void act(() => consoleApi.removeModel(m.file)).then(() => setConfirmRemove(null))}
+                        onKeep={() => setConfirmRemove(null)}
+                      />
                     ) : (
                       <>
                         {!m.loaded && !m.error && (
@@ -484,18 +492,13 @@ function SpeechSection({
                 <td data-testid="speech-size">{formatBytes(m.sizeBytes)}</td>
                 <td className="actions">
                   {confirmRemove === m.file ? (
-                    <>
-                      <span className="small">{m.active ? "Delete the file? Uploads get no transcript until another is chosen." : "Delete the file?"}</span>{" "}
-                      <button
-                        className="danger"
-                        data-testid="speech-remove-confirm"
-                        disabled={busy}
-                        onClick={() => void act(() => consoleApi.removeModel(m.file, { kind: "speech", force: m.active })).then(() => setConfirmRemove(null))}
-                      >
-                        Delete
-                      </button>{" "}
-                      <button onClick={() => setConfirmRemove(null)}>Keep</button>
-                    </>
+                    <ConfirmRemove
+                      question={m.active ? "Delete the file? Uploads get no transcript until another is chosen." : "Delete the file?"}
+                      testId="speech-remove-confirm"
+                      busy={busy}
+                      onDelete={() => void act(() => consoleApi.removeModel(m.file, { kind: "speech", force: m.active })).then(() => setConfirmRemove(null))}
+                      onKeep={() => setConfirmRemove(null)}
+                    />
                   ) : (
                     <>
                       {!m.active && !m.error && (
