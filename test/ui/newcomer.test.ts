@@ -225,7 +225,12 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
       await page().getByTestId("chat-input").focus();
       await page().keyboard.press("Tab");
       expect(await page().evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("chat-attach-button");
-      const [chooser] = await Promise.all([page().waitForEvent("filechooser"), page().keyboard.press("Enter")]);
+      // Waiting for the chooser asks the browser to intercept file dialogs, which can land after a key press
+      // sent at once (a known Playwright race); a round trip to the page first puts it in order.
+      const chosen = page().waitForEvent("filechooser");
+      await page().evaluate(() => 0);
+      await page().keyboard.press("Enter");
+      const chooser = await chosen;
       expect(chooser.isMultiple()).toBe(true);
       expect(await page().locator("body").textContent()).not.toContain("📎");
       await ui.open("server");
