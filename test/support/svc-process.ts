@@ -16,8 +16,19 @@ export interface SvcServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+const tempDirs = new Set<string>();
+
+/** A fresh data dir under the system's temp folder, removed after the test file (test/support/cleanup.ts). */
 export function tempDataDir(): string {
-  return mkdtempSync(join(tmpdir(), "svc-test-"));
+  const dir = mkdtempSync(join(tmpdir(), "svc-test-"));
+  tempDirs.add(dir);
+  return dir;
+}
+
+/** Removes every data dir tempDataDir made in this test file (its servers have stopped by then). */
+export function removeTempDataDirs(): void {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  tempDirs.clear();
 }
 
 export function runSvc(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
