@@ -7,7 +7,6 @@
 //   2. the results endpoint: --lines (default 100,000) stored result lines streamed to a client, the server's
 //      RSS sampled meanwhile (goal: flat: ten times the lines cost under 10 MiB more than a tenth of them).
 // Usage: npm run bench:batches [-- --requests 500] [--sequences 1] [--rounds 3] [--lines 100000] [--model PATH]
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +14,8 @@ import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
 import { newId } from "../server/core/ids.js";
 import { Store } from "../server/store/store.js";
-import { median } from "./common.js";
+import { createKey, startSvc } from "../test/support/svc-process.js";
+import { median, rssMiB } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -33,57 +33,15 @@ const N = Number(values.requests);
 const maxTokens = Number(values.tokens);
 const rounds = Number(values.rounds);
 const modelPath = values.model ?? writeTinyModel();
-const SVC = join(import.meta.dirname, "..", "bin", "svc.js");
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-function createKey(dataDir: string): string {
-  const created = spawnSync(process.execPath, [SVC, "keys", "create", "--data-dir", dataDir], { encoding: "utf8" });
-  if (created.status !== 0) throw new Error(created.stderr);
-  return created.stdout.trim().split("\n").at(-1)!;
-}
-
-async function serve(dataDir: string): Promise<Server> {
-  const child = spawn(
-    process.execPath,
-    [SVC, "serve", "--port", "0", "--data-dir", dataDir, "--model", modelPath, "--sequences", values.sequences!, "--threads", values.threads!, "--context-size", "4096", "--log-level", "warn"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let errors = "";
-  child.stderr!.on("data", (d: Buffer) => (errors += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.on("exit", (code) => reject(new Error(`svc exited with ${code}: ${errors}`)));
-  });
-  return {
-    url,
-    child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
+function serve(dataDir: string) {
+  return startSvc({ model: modelPath, dataDir, args: ["--sequences", values.sequences!, "--context-size", "4096"], env: { SVC_THREADS: values.threads! } });
 }
 
 /** CPU seconds the process has used (user + system), from /proc: robust where other work shares the cores. */
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
 const paramsOf = (i: number) => ({ model: "claude-haiku-4-5", max_tokens: maxTokens, messages: [{ role: "user", content: `Request ${i}: say something.` }] });
@@ -135,7 +93,7 @@ async function throughput(): Promise<void> {
       }
     };
 
-    const pid = server.child.pid!;
+    const pid = server.process.pid!;
     await viaHttp(); // warm-up (prompt cache, JIT)
     const ratios: number[] = [];
     const cpuRatios: number[] = [];
@@ -210,7 +168,7 @@ async function resultsStream(): Promise<void> {
 
   const server = await serve(dataDir);
   try {
-    const pid = server.child.pid!;
+    const pid = server.process.pid!;
     const read = async (id: string, expected: number) => {
       let peak = rssMiB(pid);
       const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 20);

@@ -1,4 +1,6 @@
 // Small pieces the benchmarks share.
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 
 /** The median of the samples (the upper one of the middle two for an even count). */
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -13,4 +15,14 @@ export function fixedLengthSchema(items: number): Record<string, unknown> {
     properties: { xs: { type: "array", items: { type: "integer" }, minItems: items, maxItems: items } },
     required: ["xs"],
   };
+}
+
+/** A process's resident memory, MiB (from /proc, else ps). */
+export function rssMiB(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+  } catch {
+    const ps = spawnSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" });
+    return Number(ps.stdout.trim()) / 1024;
+  }
 }

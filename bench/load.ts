@@ -5,13 +5,13 @@
 // the server's RSS over the run.
 // Usage: npm run bench:load [-- --clients 100] [--accounts 10] [--tokens 64] [--sequences 2] [--timeout 180]
 //        [--ramp SECONDS]  (clients arrive evenly over this time instead of all at once)
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
-import { fixedLengthSchema } from "./common.js";
+import { createKey, startSvc } from "../test/support/svc-process.js";
+import { fixedLengthSchema, rssMiB as rssOf } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -30,37 +30,20 @@ const accounts = Number(values.accounts);
 const tokens = Number(values.tokens);
 const deadlineMs = Number(values.timeout) * 1000;
 const modelPath = values.model ?? writeTinyModel();
-const SVC = join(import.meta.dirname, "..", "bin", "svc.js");
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-load-"));
 const keys: string[] = [];
-for (let a = 0; a < accounts; a++) {
-  const created = spawnSync(process.execPath, [SVC, "keys", "create", "--data-dir", dataDir, "--account", `load${a}`], { encoding: "utf8" });
-  if (created.status !== 0) throw new Error(created.stderr);
-  keys.push(created.stdout.trim().split("\n").at(-1)!);
-}
+for (let a = 0; a < accounts; a++) keys.push(createKey(dataDir, "--account", `load${a}`));
 
-const server = spawn(
-  process.execPath,
-  [SVC, "serve", "--port", "0", "--data-dir", dataDir, "--model", modelPath, "--sequences", values.sequences!, "--threads", values.threads!, "--context-size", "4096", "--log-level", "warn"],
-  { stdio: ["ignore", "pipe", "pipe"] },
-);
-let serverOutput = "";
-server.stderr.on("data", (d: Buffer) => (serverOutput += d.toString()));
-const url = await new Promise<string>((resolve, reject) => {
-  let out = "";
-  server.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
-    const m = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
-    if (m) resolve(m[0]);
-  });
-  server.on("exit", (code) => reject(new Error(`svc exited with ${code}: ${serverOutput}`)));
+const server = await startSvc({
+  model: modelPath,
+  dataDir,
+  args: ["--sequences", values.sequences!, "--context-size", "4096"],
+  env: { SVC_THREADS: values.threads! },
 });
+const url = server.url;
 
-function rssMiB(): number {
-  const status = readFileSync(`/proc/${server.pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
-}
+const rssMiB = () => rssOf(server.process.pid!);
 
 const rss: number[] = [rssMiB()];
 const sampler = setInterval(() => rss.push(rssMiB()), 250);
@@ -126,8 +109,7 @@ clearTimeout(overall);
 await new Promise((r) => setTimeout(r, 1000));
 clearInterval(sampler);
 rss.push(rssMiB());
-server.kill("SIGTERM");
-await new Promise((r) => server.once("exit", r));
+await server.stop();
 rmSync(dataDir, { recursive: true, force: true });
 
 const pct = (xs: number[], p: number) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!);

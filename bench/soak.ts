@@ -9,13 +9,14 @@
 //   --minutes  the whole run (default 10); --quiet  the share of it without hostile traffic (default 0.25)
 //   --clients  well-behaved clients, each sending one request after another (default 2)
 //   --sample   seconds between RSS lines (default 10)
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
+import { createKey, startSvc } from "../test/support/svc-process.js";
+import { rssMiB as rssOf } from "./common.js";
 
 const { values } = parseArgs({
   options: {
@@ -30,51 +31,27 @@ const totalMs = Number(values.minutes) * 60_000;
 const quietMs = totalMs * Number(values.quiet);
 const sampleMs = Number(values.sample) * 1000;
 const modelPath = values.model ?? writeTinyModel();
-const SVC = join(import.meta.dirname, "..", "bin", "svc.js");
 // Deadlines shorter than production (30 s / 60 s / 30 s) so that hostile connections end within a short run.
 const DEADLINES = { headers: 5, request: 10, streamWrite: 5 };
 /** A request not finished after this is a hang. */
 const HANG_MS = 120_000;
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-soak-"));
-function createKey(account: string): string {
-  const created = spawnSync(process.execPath, [SVC, "keys", "create", "--data-dir", dataDir, "--account", account], { encoding: "utf8" });
-  if (created.status !== 0) throw new Error(created.stderr);
-  return created.stdout.trim().split("\n").at(-1)!;
-}
-const goodKey = createKey("good");
-const hostileKey = createKey("hostile");
+const goodKey = createKey(dataDir, "--account", "good");
+const hostileKey = createKey(dataDir, "--account", "hostile");
 
-const server = spawn(
-  process.execPath,
-  [
-    SVC, "serve", "--port", "0", "--data-dir", dataDir, "--model", modelPath, "--sequences", "2", "--threads", "1", "--context-size", "4096",
-    "--log-level", "warn", "--headers-timeout", String(DEADLINES.headers), "--request-timeout", String(DEADLINES.request),
-    "--stream-write-timeout", String(DEADLINES.streamWrite),
+const server = await startSvc({
+  model: modelPath,
+  dataDir,
+  args: [
+    "--sequences", "2", "--context-size", "4096", "--headers-timeout", String(DEADLINES.headers),
+    "--request-timeout", String(DEADLINES.request), "--stream-write-timeout", String(DEADLINES.streamWrite),
   ],
-  { stdio: ["ignore", "pipe", "pipe"] },
-);
-let serverLog = "";
-server.stderr.on("data", (d: Buffer) => (serverLog += d.toString()));
-const url = await new Promise<string>((resolve, reject) => {
-  let out = "";
-  server.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
-    const m = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
-    if (m) resolve(m[0]);
-  });
-  server.on("exit", (code) => reject(new Error(`svc exited with ${code}: ${serverLog}`)));
 });
+const url = server.url;
 const port = Number(new URL(url).port);
 
-function rssMiB(): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) / 1024;
-  } catch {
-    const ps = spawnSync("ps", ["-o", "rss=", "-p", String(server.pid)], { encoding: "utf8" });
-    return Number(ps.stdout.trim()) / 1024;
-  }
-}
+const rssMiB = () => rssOf(server.process.pid!);
 
 type Phase = "quiet" | "hostile";
 let phase: Phase = "quiet";
@@ -342,8 +319,7 @@ stopping = true;
 await Promise.all([...workers, ...hostileWorkers]);
 clearInterval(sampler);
 rss.push({ t: elapsedS(), phase, mib: rssMiB() });
-server.kill("SIGTERM");
-await new Promise((r) => server.once("exit", r));
+await server.stop();
 rmSync(dataDir, { recursive: true, force: true });
 
 function pct(xs: number[], p: number): number {
@@ -372,5 +348,5 @@ const problems = [
   wellBehavedFailures ? `${wellBehavedFailures} well-behaved requests failed` : "",
 ].filter(Boolean);
 console.log(problems.length ? `FAILED: ${problems.join(", ")}.` : "OK: no 5xx, no hang, every well-behaved request served.");
-if (problems.length) console.log(`server log:\n${serverLog.slice(-4000)}`);
+if (problems.length) console.log(`server log:\n${server.output().slice(-4000)}`);
 process.exitCode = problems.length ? 1 : 0;
