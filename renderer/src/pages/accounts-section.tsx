@@ -5,6 +5,7 @@ import { useEffect, useState } from "react";
 import type { AccountView, CreatedAccountView, KeyView, PasswordResetView } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { copyText, formatTime } from "../format";
+import { ConfirmInline } from "../confirm-inline";
 
 function Secret({ value, testId }: { value: string; testId: string }) {
   const [copied, setCopied] = useState(false);
@@ -166,21 +167,17 @@ export function AccountsSection({ accounts, keys, onChanged }: { accounts: Accou
                       Enable
                     </button>
                   ) : confirming === `disable:${a.name}` ? (
-                    <>
-                      <button
-                        className="danger"
-                        data-testid="account-disable-confirm"
-                        onClick={() =>
-                          void act(async () => {
-                            setConfirming(null);
-                            await consoleApi.disableAccount(a.name);
-                          })
-                        }
-                      >
-                        Disable now
-                      </button>{" "}
-                      <button onClick={() => setConfirming(null)}>Cancel</button>
-                    </>
+                    <ConfirmInline
+                      confirmLabel="Disable now"
+                      testId="account-disable-confirm"
+                      onConfirm={() =>
+                        void act(async () => {
+                          setConfirming(null);
+                          await consoleApi.disableAccount(a.name);
+                        })
+                      }
+                      onCancel={() => setConfirming(null)}
+                    />
                   ) : (
                     <button data-testid="account-disable" onClick={() => setConfirming(`disable:${a.name}`)}>
                       Disable

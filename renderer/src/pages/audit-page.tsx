@@ -15,6 +15,7 @@ import {
   type AuditStats,
 } from "../audit-api";
 import { consoleApi } from "../console-client";
+import { ConfirmInline } from "../confirm-inline";
 
 const SURFACES = ["chat", "responses", "messages", "batches", "files", "agent"];
 const STATUSES = [
@@ -315,12 +316,12 @@ export function AuditPage({ info }: { info: ServerInfo | null }) {
                 </td>
                 <td>
                   {confirming === r.id ? (
-                    <>
-                      <button className="danger" data-testid="audit-erase-confirm" onClick={() => void erase(r.id)}>
-                        Erase now
-                      </button>{" "}
-                      <button onClick={() => setConfirming(null)}>Cancel</button>
-                    </>
+                    <ConfirmInline
+                      confirmLabel="Erase now"
+                      testId="audit-erase-confirm"
+                      onConfirm={() => void erase(r.id)}
+                      onCancel={() => setConfirming(null)}
+                    />
                   ) : (
                     <button data-testid="audit-erase" onClick={() => setConfirming(r.id)}>
                       Erase

@@ -6,6 +6,7 @@ import type { ServerInfo } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { formatBytes } from "../format";
 import { usePoll } from "../use-poll";
+import { ConfirmInline } from "../confirm-inline";
 
 interface RequestCounts {
   processing: number;
@@ -283,16 +284,17 @@ export function BatchesPage({ info }: { info: ServerInfo | null }) {
                     )}
                     {b.processing_status === "ended" &&
                       (confirming === b.id ? (
-                        <>
-                          <button className="danger" data-testid="batch-delete-confirm" onClick={() => void act(async () => {
+                        <ConfirmInline
+                          confirmLabel="Delete now"
+                          cancelLabel="Keep"
+                          testId="batch-delete-confirm"
+                          onConfirm={() => void act(async () => {
                             setConfirming(null);
                             const res = await api(`/v1/messages/batches/${b.id}`, { method: "DELETE" });
                             if (!res.ok) throw await failure(res);
-                          })}>
-                            Delete now
-                          </button>
-                          <button onClick={() => setConfirming(null)}>Keep</button>
-                        </>
+                          })}
+                          onCancel={() => setConfirming(null)}
+                        />
                       ) : (
                         <button data-testid="batch-delete" onClick={() => setConfirming(b.id)}>
                           Delete

@@ -4,6 +4,7 @@ import type { AccountView, CreatedKeyView, KeyView } from "../../../server/featu
 import { consoleApi } from "../console-client";
 import { copyText, formatTime } from "../format";
 import { AccountsSection } from "./accounts-section";
+import { ConfirmInline } from "../confirm-inline";
 
 export function KeysPage() {
   const [keys, setKeys] = useState<KeyView[]>([]);
@@ -152,21 +153,17 @@ export function KeysPage() {
                       Used by the Chat page; replaced when the app restarts.
                     </span>
                   ) : confirming === k.id ? (
-                    <>
-                      <button
-                        className="danger"
-                        data-testid="key-revoke-confirm"
-                        onClick={() =>
-                          void act(async () => {
-                            setConfirming(null);
-                            await consoleApi.revokeKey(k.id);
-                          })
-                        }
-                      >
-                        Revoke now
-                      </button>{" "}
-                      <button onClick={() => setConfirming(null)}>Cancel</button>
-                    </>
+                    <ConfirmInline
+                      confirmLabel="Revoke now"
+                      testId="key-revoke-confirm"
+                      onConfirm={() =>
+                        void act(async () => {
+                          setConfirming(null);
+                          await consoleApi.revokeKey(k.id);
+                        })
+                      }
+                      onCancel={() => setConfirming(null)}
+                    />
                   ) : (
                     <button data-testid="key-revoke" onClick={() => setConfirming(k.id)}>
                       Revoke

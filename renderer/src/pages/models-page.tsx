@@ -7,6 +7,7 @@ import { formatBytes, formatEta } from "../format";
 import { Download } from "../icons";
 import { downloadPhaseLabel, modelStateLabel } from "../labels";
 import { usePoll } from "../use-poll";
+import { ConfirmInline } from "../confirm-inline";
 
 const GPU_CHOICES: GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
 
@@ -19,19 +20,6 @@ const FIT_LABELS: Record<ModelFit, string> = {
 
 function fileName(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
-}
-
-/** The question a Remove button asks in place, with Delete and Keep. */
-function ConfirmRemove({ question, testId, busy, onDelete, onKeep }: { question: string; testId: string; busy: boolean; onDelete: () => void; onKeep: () => void }) {
-  return (
-    <>
-      <span className="small">{question}</span>{" "}
-      <button className="danger" data-testid={testId} disabled={busy} onClick={onDelete}>
-        Delete
-      </button>{" "}
-      <button onClick={onKeep}>Keep</button>
-    </>
-  );
 }
 
 function DownloadRow({ download, onCancel, onRetry, onDismiss }: { download: DownloadView; onCancel: () => void; onRetry: () => void; onDismiss: () => void }) {
@@ -288,12 +276,14 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
                   <td data-testid="model-size">{formatBytes(m.sizeBytes)}</td>
                   <td className="actions">
                     {confirmRemove === m.file ? (
-                      <ConfirmRemove
+                      <ConfirmInline
                         question="Delete the file?"
+                        confirmLabel="Delete"
+                        cancelLabel="Keep"
                         testId="model-remove-confirm"
                         busy={busy}
-                        onDelete={() => void act(() => consoleApi.removeModel(m.file)).then(() => setConfirmRemove(null))}
-                        onKeep={() => setConfirmRemove(null)}
+                        onConfirm={() => void act(() => consoleApi.removeModel(m.file)).then(() => setConfirmRemove(null))}
+                        onCancel={() => setConfirmRemove(null)}
                       />
                     ) : (
                       <>
@@ -492,12 +482,14 @@ function SpeechSection({
                 <td data-testid="speech-size">{formatBytes(m.sizeBytes)}</td>
                 <td className="actions">
                   {confirmRemove === m.file ? (
-                    <ConfirmRemove
+                    <ConfirmInline
                       question={m.active ? "Delete the file? Uploads get no transcript until another is chosen." : "Delete the file?"}
+                      confirmLabel="Delete"
+                      cancelLabel="Keep"
                       testId="speech-remove-confirm"
                       busy={busy}
-                      onDelete={() => void act(() => consoleApi.removeModel(m.file, { kind: "speech", force: m.active })).then(() => setConfirmRemove(null))}
-                      onKeep={() => setConfirmRemove(null)}
+                      onConfirm={() => void act(() => consoleApi.removeModel(m.file, { kind: "speech", force: m.active })).then(() => setConfirmRemove(null))}
+                      onCancel={() => setConfirmRemove(null)}
                     />
                   ) : (
                     <>
