@@ -38,6 +38,45 @@ function codexVersion(): string | null {
 }
 const version = codexVersion();
 
+interface GroupRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a command in a process group of its own and collects its output. The whole group is killed when the
+ * command ends (nothing of an agent, such as a sandbox helper, may outlive it and hold CI open) or after
+ * limitMs.
+ */
+function runInGroup(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }, limitMs: number): Promise<GroupRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(killGroup, limitMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      killGroup();
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
 describe.skipIf(!existsSync(CLAUDE))("Claude Code CLI", () => {
   let server: SvcServer;
   let proxy: RecordingProxy;
@@ -74,7 +113,7 @@ describe.skipIf(!existsSync(CLAUDE))("Claude Code CLI", () => {
   }
 
   /** The documented setup, with `claude` replaced by a one-shot `claude -p`. */
-  function runClaude(prompt: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  function runClaude(prompt: string): Promise<GroupRun> {
     const home = join(sandbox, "home");
     const work = join(sandbox, "work");
     for (const dir of [home, work, join(home, "tmp")]) mkdirSync(dir, { recursive: true });
@@ -100,30 +139,7 @@ describe.skipIf(!existsSync(CLAUDE))("Claude Code CLI", () => {
       DISABLE_BUG_COMMAND: "1",
       CI: "1",
     };
-    return new Promise((resolve, reject) => {
-      const child = spawn("bash", ["-c", script], { cwd: work, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      const killGroup = () => {
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          // Already gone.
-        }
-      };
-      const timer = setTimeout(killGroup, CLAUDE_RUN_LIMIT_MS);
-      child.on("error", (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.on("close", (code, signal) => {
-        clearTimeout(timer);
-        killGroup();
-        resolve({ code, signal, stdout, stderr });
-      });
-    });
+    return runInGroup("bash", ["-c", script], { cwd: work, env }, CLAUDE_RUN_LIMIT_MS);
   }
 
   it(
@@ -213,45 +229,19 @@ describe.skipIf(!version)("Codex CLI (wire_api responses, the documented setup)"
     stderr: string;
   }
 
-  function runCodex(args: string[]): Promise<CodexRun> {
+  async function runCodex(args: string[]): Promise<CodexRun> {
     const home = join(sandbox, "home");
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [CODEX, "exec", "--skip-git-repo-check", "--json", "--color", "never", "--sandbox", "read-only", ...args], {
-        cwd: join(sandbox, "work"),
-        // Only what Codex needs: no OPENAI_API_KEY or proxy settings from the developer's shell.
-        env: { PATH: process.env.PATH ?? "", HOME: home, CODEX_HOME: join(home, ".codex"), SVC_API_KEY: key, NO_COLOR: "1" },
-        stdio: ["ignore", "pipe", "pipe"],
-        // Its own process group: codex.js runs the native binary as a child (and that starts sandbox helpers),
-        // so the kill timer must reach the whole group, not just the wrapper.
-        detached: true,
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      const killGroup = () => {
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          // Already gone.
-        }
-      };
-      const timer = setTimeout(killGroup, CODEX_RUN_LIMIT_MS);
-      child.on("error", (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.on("close", (code, signal) => {
-        clearTimeout(timer);
-        // Nothing of Codex may outlive the run (a stray sandbox helper would hold CI open).
-        killGroup();
-        const events = stdout
-          .split("\n")
-          .filter((line) => line.startsWith("{"))
-          .map((line) => JSON.parse(line) as CodexRun["events"][number]);
-        resolve({ code, signal, events, stderr });
-      });
-    });
+    // Only what Codex needs: no OPENAI_API_KEY or proxy settings from the developer's shell. codex.js runs
+    // the native binary as a child (and that starts sandbox helpers): the whole group goes at the end.
+    const run = await runInGroup(process.execPath, [CODEX, "exec", "--skip-git-repo-check", "--json", "--color", "never", "--sandbox", "read-only", ...args], {
+      cwd: join(sandbox, "work"),
+      env: { PATH: process.env.PATH ?? "", HOME: home, CODEX_HOME: join(home, ".codex"), SVC_API_KEY: key, NO_COLOR: "1" },
+    }, CODEX_RUN_LIMIT_MS);
+    const events = run.stdout
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as CodexRun["events"][number]);
+    return { code: run.code, signal: run.signal, events, stderr: run.stderr };
   }
 
   function expectCompletedTurn(run: CodexRun): void {
