@@ -41,6 +41,7 @@ import {
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
+import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -313,8 +314,11 @@ export class LlamaEngine implements Engine {
             `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
         );
       const round = new DecodeRound();
-      const batching = { dispatchSchedule: round.schedule };
-      let context: LlamaContext;
+      let context: LlamaContext | undefined;
+      const batching = {
+        dispatchSchedule: round.schedule,
+        itemPrioritizationStrategy: sequenceOrderedStrategy(queuedSequenceOf(() => context)),
+      };
       let kvCache = plan.kvCache;
       const kvOptions = () => (kvCache === "q8_0" ? QUANTIZED_KV : {});
       try {

@@ -58,6 +58,40 @@ describe("LlamaEngine with 4 sequences", () => {
     expect(together.map((r) => r.text)).toEqual(alone);
   });
 
+  it("decodes the streams of a round in one batch, in ascending sequence order (llama.cpp splits any other order)", async () => {
+    // llama.cpp decodes a batch for per-sequence KV caches in micro-batches of consecutive ascending sequence
+    // ids: 2, 0, 3, 1 would take three or four decodes. Record each batch's sequences at the binding.
+    const context = (engine as unknown as { context: { _ctx: object } }).context;
+    const binding = context._ctx;
+    const batches: number[][] = [];
+    context._ctx = new Proxy(binding, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== "function") return value;
+        if (key === "initBatch")
+          return (...args: unknown[]) => {
+            batches.push([]);
+            return value.apply(target, args);
+          };
+        if (key === "addToBatch")
+          return (sequenceId: number, ...args: unknown[]) => {
+            batches.at(-1)!.push(sequenceId);
+            return value.apply(target, [sequenceId, ...args]);
+          };
+        return value.bind(target);
+      },
+    });
+    try {
+      const together = await Promise.all(prompts.map((p) => answer(ask(p, 48))));
+      expect(together.map((r) => r.tokens)).toEqual([48, 48, 48, 48]);
+    } finally {
+      context._ctx = binding;
+    }
+    const shared = batches.filter((b) => b.length > 1);
+    expect(shared.filter((b) => b.length === 4).length).toBeGreaterThanOrEqual(40);
+    for (const b of shared) expect(b).toEqual([...b].sort((x, y) => x - y));
+  });
+
   it("keeps the other streams generating while one stalls (its reader stops pulling events)", async () => {
     const stalled = engine.generate(ask(prompts[0]!, 400), new AbortController().signal);
     const first = await stalled.next();
