@@ -7,7 +7,7 @@
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
@@ -59,6 +59,8 @@ interface Target {
   headers: Record<string, string>;
   /** Extra body fields this server needs for the same request. */
   extra: Record<string, unknown>;
+  /** The server's process id, to read its CPU time. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -122,6 +124,7 @@ async function startOurs(model: string, threads: number): Promise<Target> {
     url,
     headers,
     extra: { reasoning_effort: "none" },
+    pid: child.pid!,
     async stop() {
       await stopProcess(child);
       rmSync(dataDir, { recursive: true, force: true });
@@ -145,6 +148,7 @@ async function startPeer(binary: string, model: string, threads: number): Promis
     headers: {},
     // Same prompt as ours in fast mode (the template's enable_thinking=false); nothing stops before max_tokens.
     extra: { chat_template_kwargs: { enable_thinking: false } },
+    pid: child.pid!,
     stop: () => stopProcess(child),
   };
 }
@@ -268,19 +272,36 @@ async function promptEval(t: Target, seed: number): Promise<{ cold: number; warm
   return { cold: cold.first - cold.sent, warm: warm.first - warm.sent, promptTokens: cold.promptTokens };
 }
 
-/** GET /v1/models requests per second, 8 keep-alive clients for about a second. */
-async function modelsRps(t: Target): Promise<number> {
+/** CPU seconds (user + system) a process has used so far; NaN where /proc is not there (not Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout?.trim()) || 100;
+
+/**
+ * GET /v1/models with 8 keep-alive clients for `ms` milliseconds: requests per second, and the server's CPU
+ * time per request. The client shares the machine's cores, so requests/s also moves with how much CPU the
+ * server leaves it; CPU per request is the server's own cost.
+ */
+async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: number }> {
   const started = performance.now();
+  const cpuBefore = cpuSeconds(t.pid);
   let done = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
-      while (performance.now() - started < 1000) {
+      while (performance.now() - started < ms) {
         await getStatus(t, "/v1/models");
         done++;
       }
     }),
   );
-  return done / ((performance.now() - started) / 1000);
+  const cpuUs = ((cpuSeconds(t.pid) - cpuBefore) * 1e6) / done;
+  return { rps: done / ((performance.now() - started) / 1000), cpuUs };
 }
 
 interface Series {
@@ -289,9 +310,10 @@ interface Series {
   cold: number[];
   warm: number[];
   models: number[];
+  modelsCpuUs: number[];
   promptTokens: number[];
 }
-const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], promptTokens: [] });
+const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [] });
 
 async function measureThreads(binary: string, model: string, threads: number) {
   log(`threads ${threads}: starting both servers (load ${load()})`);
@@ -307,6 +329,9 @@ async function measureThreads(binary: string, model: string, threads: number) {
       log(`warm-up ${t.name}`);
       await singleStream(t);
       await concurrentStreams(t);
+      // A server runs for hours: measure its steady state. V8 needs a few thousand requests (about 3 s here)
+      // before the route runs optimised code; untouched, the first second measured JIT, not serving.
+      if (want("models")) await modelsRps(t, 5000);
     }
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? [ours, peer] : [peer, ours];
@@ -319,7 +344,12 @@ async function measureThreads(binary: string, model: string, threads: number) {
         series[t.name].warm.push(p.warm);
         series[t.name].promptTokens.push(p.promptTokens);
       }
-      for (const t of order) if (want("models")) series[t.name].models.push(await modelsRps(t));
+      for (const t of order) {
+        if (!want("models")) continue;
+        const r = await modelsRps(t);
+        series[t.name].models.push(r.rps);
+        series[t.name].modelsCpuUs.push(r.cpuUs);
+      }
       loads.push(load());
       log(`threads ${threads}: round ${round + 1}/${rounds} done (load ${load()})`);
     }
@@ -362,6 +392,7 @@ function report(results: Result[]): string {
     return `ours ${fmt(ours, 3)}, llama-server ${fmt(peer, 3)}`;
   });
   row("GET /v1/models requests/s", (r) => ratioCell(r, "models", "", false, 0));
+  row("GET /v1/models server CPU per request (inverted)", (r) => ratioCell(r, "modelsCpuUs", " µs", true, 1));
   lines.push("");
   lines.push("Ratios are ours ÷ llama-server (TTFT: llama-server ÷ ours); higher is better. Medians of the rounds.");
   for (const r of results) {
