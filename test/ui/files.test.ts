@@ -30,6 +30,22 @@ describe.skipIf(skip !== null)("files in the window", () => {
 
   const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
+  it("highlights the drop zone while files are over it, without flickering over its own text", async () => {
+    await ui.open("files");
+    const zone = ui.page.getByTestId("files-dropzone");
+    const highlighted = async () => (await zone.getAttribute("class"))?.split(/\s+/).includes("dragging") ?? false;
+    expect(await highlighted()).toBe(false);
+    await zone.dispatchEvent("dragover");
+    expect(await highlighted()).toBe(true);
+    // The pointer crosses from the zone onto its own paragraph: the browser fires dragleave on the zone.
+    const inside = await zone.getByText("Drop files here").elementHandle();
+    await zone.dispatchEvent("dragleave", { relatedTarget: inside });
+    expect(await highlighted()).toBe(true);
+    // Out of the zone (here: out of the window, no related target): the highlight goes.
+    await zone.dispatchEvent("dragleave");
+    expect(await highlighted()).toBe(false);
+  });
+
   it("uploads dropped and picked files, shows kind, status, tokens and expiry; a refused one is explained in place", async () => {
     await ui.open("files");
     await expect.poll(() => ui.page.getByTestId("files-page").textContent(), { timeout: 10_000 }).toContain("No files yet.");

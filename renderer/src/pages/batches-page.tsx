@@ -1,12 +1,13 @@
 // Message batches over the Messages Batches API, as any client uses it: drop a JSONL file (one
 // {"custom_id", "params"} per line, the format the Anthropic console takes) to create a batch, watch each
 // batch's counts, cancel it, download its results as JSONL, delete it.
-import { useCallback, useState, type DragEvent } from "react";
+import { useCallback, useState } from "react";
 import type { ServerInfo } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { formatBytes } from "../format";
 import { usePoll } from "../use-poll";
 import { ConfirmInline } from "../confirm-inline";
+import { useDropTarget } from "../use-drop-target";
 
 interface RequestCounts {
   processing: number;
@@ -76,7 +77,6 @@ function Progress({ batch }: { batch: MessageBatch }) {
 export function BatchesPage({ info }: { info: ServerInfo | null }) {
   const [batches, setBatches] = useState<MessageBatch[] | null>(null);
   const [draft, setDraft] = useState<Draft | null>(null);
-  const [dragging, setDragging] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [problems, setProblems] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
@@ -130,12 +130,7 @@ export function BatchesPage({ info }: { info: ServerInfo | null }) {
     setDraft(parseJsonl(file.name, file.size, await file.text()));
   }
 
-  const onDrop = (event: DragEvent) => {
-    event.preventDefault();
-    setDragging(false);
-    const file = event.dataTransfer.files[0];
-    if (file) void readFile(file);
-  };
+  const drop = useDropTarget((files) => void readFile(files[0]!));
 
   const create = (d: Draft) =>
     act(async () => {
@@ -175,14 +170,9 @@ export function BatchesPage({ info }: { info: ServerInfo | null }) {
 
   return (
     <section
-      className={`page ${dragging ? "dragging" : ""}`}
+      className={`page ${drop.dragging ? "dragging" : ""}`}
       data-testid="batches-page"
-      onDragOver={(e) => {
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
+      {...drop.handlers}
     >
       <header className="page-header">
         <h1>Batches</h1>

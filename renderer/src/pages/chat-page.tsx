@@ -3,7 +3,7 @@
 // uploaded to the Files API and sent by id; a file refused (by the window's check or the server) is explained
 // on its chip and never sent.
 import OpenAI from "openai";
-import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../../server/features/console/contract";
 import { PendingChip, pendingState } from "../chat/attachment-chip";
 import { ATTACH_ACCEPT, ATTACHABLE_WORDS, hasPreview, screenAttachment } from "../chat/attachments";
@@ -20,6 +20,7 @@ import { FirstRunPanel } from "../first-run";
 import { formatBytes } from "../format";
 import { Paperclip, Send, Settings2, Square } from "../icons";
 import { defaultEffort, EFFORTS, useSettings, type Effort } from "../settings";
+import { useDropTarget } from "../use-drop-target";
 
 type Usage = OpenAI.CompletionUsage & { completion_tokens_details?: { reasoning_tokens?: number }; prompt_tokens_details?: { cached_tokens?: number } };
 
@@ -103,7 +104,6 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
   const [draft, setDraft] = useState("");
   const [attachments, setAttachments] = useState<PendingAttachment[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
-  const [dragging, setDragging] = useState(false);
   const [drawerOpen, setDrawerOpen] = useState(false);
   /** Agent mode: the server's agent run over picked files instead of a chat (chat/agent-panel.tsx). */
   const [agentMode, setAgentMode] = useState(false);
@@ -492,11 +492,7 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
-  const onDrop = (event: DragEvent) => {
-    event.preventDefault();
-    setDragging(false);
-    if (event.dataTransfer.files.length) void attach(event.dataTransfer.files);
-  };
+  const drop = useDropTarget((files) => void attach(files));
 
   const lastAssistant = [...turns].reverse().find((t) => t.role === "assistant");
   const blocked = !info ? "Waiting for the server…" : modelState === "loading" ? "The model is loading…" : !modelReady ? "Get a model first (see above)." : null;
@@ -504,15 +500,10 @@ export function ChatPage({ info, status, offer, downloads, visible, newChatReque
 
   return (
     <section
-      className={`page chat ${dragging ? "dragging" : ""} ${drawerOpen ? "with-drawer" : ""} ${listOpen ? "list-open" : ""}`}
+      className={`page chat ${drop.dragging ? "dragging" : ""} ${drawerOpen ? "with-drawer" : ""} ${listOpen ? "list-open" : ""}`}
       data-testid="chat-page"
       aria-labelledby="chat-title"
-      onDragOver={(e) => {
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
+      {...drop.handlers}
     >
       <ChatList
         chats={chats}

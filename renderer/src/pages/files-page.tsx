@@ -1,12 +1,13 @@
 // Files: drop or pick files to upload them to the Files API (with progress), see what the model gets from
 // each (kind, status, token estimate), when it expires, and delete it. A refused file is explained in place.
-import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import type { ServerInfo } from "../../../server/features/console/contract";
 import { ATTACH_ACCEPT } from "../chat/attachments";
 import { consoleApi } from "../console-client";
 import { deleteFile, expiresIn, KIND_LABEL, listFiles, uploadFile, type FileOut } from "../files-client";
 import { formatBytes, formatTime } from "../format";
 import { X } from "../icons";
+import { useDropTarget } from "../use-drop-target";
 import { usePoll } from "../use-poll";
 
 interface Upload {
@@ -26,7 +27,6 @@ export function FilesPage({ info, onGo }: { info: ServerInfo | null; onGo?: (pag
   const [hasSpeechModel, setHasSpeechModel] = useState<boolean | null>(null);
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [error, setError] = useState<string | null>(null);
-  const [dragging, setDragging] = useState(false);
   const [nextKey, setNextKey] = useState(1);
   const pickRef = useRef<HTMLInputElement>(null);
 
@@ -77,11 +77,7 @@ export function FilesPage({ info, onGo }: { info: ServerInfo | null; onGo?: (pag
     }
   }
 
-  const onDrop = (event: DragEvent) => {
-    event.preventDefault();
-    setDragging(false);
-    if (event.dataTransfer.files.length) void upload(event.dataTransfer.files);
-  };
+  const drop = useDropTarget((files) => void upload(files));
 
   return (
     <section className="page" data-testid="files-page">
@@ -90,14 +86,9 @@ export function FilesPage({ info, onGo }: { info: ServerInfo | null; onGo?: (pag
         <span className="muted small">Uploaded files are kept 30 days; the chat can use them by id. At most 100 files, 30 uploads an hour.</span>
       </header>
       <div
-        className={`dropzone ${dragging ? "dragging" : ""}`}
+        className={`dropzone ${drop.dragging ? "dragging" : ""}`}
         data-testid="files-dropzone"
-        onDragOver={(e) => {
-          e.preventDefault();
-          setDragging(true);
-        }}
-        onDragLeave={() => setDragging(false)}
-        onDrop={onDrop}
+        {...drop.handlers}
       >
         <p>Drop files here, or</p>
         {/* A real button, so the picker is reachable by keyboard; it offers the kinds the server reads. */}
