@@ -39,8 +39,9 @@ const tokens = Number(values.tokens);
 const slots = Number(values.slots);
 const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
+// Default: 1 thread, the server's own default and every core (the issue's columns), each once.
 const threadCounts = [
-  ...new Set((values.threads ?? `${defaultThreads()},${availableParallelism()}`).split(",").map((s) => Number(s.trim()))),
+  ...new Set((values.threads ?? `1,${defaultThreads()},${availableParallelism()}`).split(",").map((s) => Number(s.trim()))),
 ];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
