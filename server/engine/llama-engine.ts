@@ -42,6 +42,7 @@ import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
+import { StepLoop } from "./step-loop.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -268,6 +269,7 @@ async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>,
 export class LlamaEngine implements Engine {
   private readonly grammarCache = new Map<string, Promise<LlamaGrammar>>();
   private closed = false;
+  private readonly steps: StepLoop;
 
   private constructor(
     private readonly llama: Llama,
@@ -280,7 +282,9 @@ export class LlamaEngine implements Engine {
     private readonly info: LoadedModelInfo,
     private readonly gpu: GpuInfo,
     private readonly tokenizeTimeoutMs: number,
-  ) {}
+  ) {
+    this.steps = new StepLoop(context, model, round.schedule);
+  }
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
     const size = await stat(options.modelPath).then(
@@ -428,8 +432,15 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
+        // Plain-text steps are decoded by the step loop (step-loop.ts); prompts, grammars and probabilities
+        // by node-llama-cpp's evaluate.
         evaluate: (tokens, metadata, options) =>
-          pacedTokens(sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<SampledToken, void, unknown>, member),
+          pacedTokens(
+            (this.steps.qualifies(sequence, metadata, options)
+              ? this.steps.evaluate(sequence, tokens, options)
+              : sequence.evaluateWithMetadata(tokens, metadata, options)) as AsyncGenerator<SampledToken, void, unknown>,
+            member,
+          ),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));

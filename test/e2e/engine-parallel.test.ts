@@ -95,6 +95,35 @@ describe("LlamaEngine with 4 sequences", () => {
     for (const b of shared) expect(b).toEqual([...b].sort((x, y) => x - y));
   });
 
+  it("takes plain-text steps on the step loop, whose node-llama-cpp shapes are all there", async () => {
+    // Without them the loop turns itself off and every token goes through sequence.evaluate: slower, and
+    // silently so; this test says so when a node-llama-cpp update moves them.
+    const steps = (engine as unknown as { steps: { available: boolean; qualifies: (...args: unknown[]) => boolean } }).steps;
+    expect(steps.available).toBe(true);
+    const context = (engine as unknown as { context: { _ctx: Record<string, unknown> } }).context;
+    const binding = context._ctx;
+    let samples = 0;
+    context._ctx = new Proxy(binding, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== "function") return value;
+        if (key === "sampleToken")
+          return (...args: unknown[]) => {
+            samples++;
+            return value.apply(target, args);
+          };
+        return value.bind(target);
+      },
+    });
+    try {
+      expect((await answer(ask("count the steps", 32))).tokens).toBe(32);
+    } finally {
+      context._ctx = binding;
+    }
+    // Every token sampled once, whichever path: the prompt's first token by node-llama-cpp, then 31 steps.
+    expect(samples).toBe(32);
+  });
+
   it("keeps the other streams generating while one stalls (its reader stops pulling events)", async () => {
     const stalled = engine.generate(ask(prompts[0]!, 400), new AbortController().signal);
     const first = await stalled.next();
