@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
+import { spyOnBinding } from "../support/binding-spy.js";
 
 let engine: LlamaEngine;
 let dir: string;
@@ -61,31 +62,16 @@ describe("LlamaEngine with 4 sequences", () => {
   it("decodes the streams of a round in one batch, in ascending sequence order (llama.cpp splits any other order)", async () => {
     // llama.cpp decodes a batch for per-sequence KV caches in micro-batches of consecutive ascending sequence
     // ids: 2, 0, 3, 1 would take three or four decodes. Record each batch's sequences at the binding.
-    const context = (engine as unknown as { context: { _ctx: object } }).context;
-    const binding = context._ctx;
     const batches: number[][] = [];
-    context._ctx = new Proxy(binding, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as unknown;
-        if (typeof value !== "function") return value;
-        if (key === "initBatch")
-          return (...args: unknown[]) => {
-            batches.push([]);
-            return value.apply(target, args);
-          };
-        if (key === "addToBatch")
-          return (sequenceId: number, ...args: unknown[]) => {
-            batches.at(-1)!.push(sequenceId);
-            return value.apply(target, [sequenceId, ...args]);
-          };
-        return value.bind(target);
-      },
+    const undo = spyOnBinding((engine as unknown as { context: object }).context, (method, args) => {
+      if (method === "initBatch") batches.push([]);
+      if (method === "addToBatch") batches.at(-1)!.push(args[0] as number);
     });
     try {
       const together = await Promise.all(prompts.map((p) => answer(ask(p, 48))));
       expect(together.map((r) => r.tokens)).toEqual([48, 48, 48, 48]);
     } finally {
-      context._ctx = binding;
+      undo();
     }
     // How many steps hold all four is decode-round's business (and the machine's load); here, that shared
     // batches happened at all, and their order.
@@ -100,27 +86,16 @@ describe("LlamaEngine with 4 sequences", () => {
     // silently so; this test says so when a node-llama-cpp update moves them.
     const steps = (engine as unknown as { steps: { available: boolean; qualifies: (...args: unknown[]) => boolean } }).steps;
     expect(steps.available).toBe(true);
-    const context = (engine as unknown as { context: { _ctx: Record<string, unknown> } }).context;
-    const binding = context._ctx;
     let samples = 0;
-    context._ctx = new Proxy(binding, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as unknown;
-        if (typeof value !== "function") return value;
-        if (key === "sampleToken")
-          return (...args: unknown[]) => {
-            samples++;
-            return value.apply(target, args);
-          };
-        return value.bind(target);
-      },
+    const undo = spyOnBinding((engine as unknown as { context: object }).context, (method) => {
+      if (method === "sampleToken") samples++;
     });
     try {
       expect((await answer(ask("count the steps", 32))).tokens).toBe(32);
     } finally {
-      context._ctx = binding;
+      undo();
     }
-    // Every token sampled once, whichever path: the prompt's first token by node-llama-cpp, then 31 steps.
+    // Every token sampled once, all by the loop (node-llama-cpp reads the prompt without sampling).
     expect(samples).toBe(32);
   });
 

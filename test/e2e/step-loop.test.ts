@@ -7,6 +7,7 @@ import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { StepLoop } from "../../server/engine/step-loop.js";
+import { spyOnBinding } from "../support/binding-spy.js";
 
 let dir: string;
 let model: LlamaModel;
@@ -71,31 +72,17 @@ describe("StepLoop", () => {
       s.dispose();
     }
     const loop = new StepLoop(context, model, (dispatch) => process.nextTick(dispatch));
-    const binding = (context as unknown as { _ctx: Record<string, unknown> })._ctx;
     const batches: Array<Array<{ id: number; tokens: number }>> = [];
-    (context as unknown as { _ctx: unknown })._ctx = new Proxy(binding, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as unknown;
-        if (typeof value !== "function") return value;
-        if (key === "initBatch")
-          return (...args: unknown[]) => {
-            batches.push([]);
-            return value.apply(target, args);
-          };
-        if (key === "addToBatch")
-          return (id: number, first: number, tokens: Uint32Array, ...args: unknown[]) => {
-            batches.at(-1)!.push({ id, tokens: tokens.length });
-            return value.apply(target, [id, first, tokens, ...args]);
-          };
-        return value.bind(target);
-      },
+    const undo = spyOnBinding(context, (method, args) => {
+      if (method === "initBatch") batches.push([]);
+      if (method === "addToBatch") batches.at(-1)!.push({ id: args[0] as number, tokens: (args[2] as Uint32Array).length });
     });
     const seqs = [context.getSequence(), context.getSequence(), context.getSequence()];
     try {
       const together = await Promise.all(["one", "two", "three"].map((text, i) => take(loop.evaluate(seqs[i]!, prompt(text), options), 30)));
       expect(together).toEqual(alone);
     } finally {
-      (context as unknown as { _ctx: unknown })._ctx = binding;
+      undo();
       for (const s of seqs) s.dispose();
     }
     // The prompts went through node-llama-cpp (this bare context keeps its order); the steps are ours.
