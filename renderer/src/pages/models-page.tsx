@@ -65,6 +65,36 @@ function DownloadRow({ download, onCancel, onRetry, onDismiss }: { download: Dow
   );
 }
 
+/** A download from any source the server takes (a name, hf:… or a URL); the field empties once it started. */
+function SourceForm(props: {
+  id: string;
+  label: string;
+  placeholder: string;
+  submitTestId: string;
+  primary?: boolean;
+  busy: boolean;
+  onDownload: (source: string, started: () => void) => void;
+}) {
+  const [source, setSource] = useState("");
+  return (
+    <form
+      className="form-row other-source"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const trimmed = source.trim();
+        if (!trimmed) return;
+        props.onDownload(trimmed, () => setSource(""));
+      }}
+    >
+      <label htmlFor={props.id}>{props.label}</label>
+      <input id={props.id} data-testid={props.id} className="wide" value={source} onChange={(e) => setSource(e.target.value)} placeholder={props.placeholder} />
+      <button type="submit" className={props.primary ? "primary" : undefined} data-testid={props.submitTestId} disabled={props.busy || !source.trim()}>
+        Download
+      </button>
+    </form>
+  );
+}
+
 function SuggestedRow({ model, busy, ramTotal, onDownload, onUse }: { model: SuggestedModelView; busy: boolean; ramTotal: number; onDownload: () => void; onUse: () => void }) {
   return (
     <tr data-testid="suggested-model" data-source={model.source} data-fit={model.fit}>
@@ -101,7 +131,6 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
   const [status, setStatus] = useState<StatusView | null>(null);
   const [models, setModels] = useState<ModelsView | null>(null);
   const [downloads, setDownloads] = useState<DownloadView[]>([]);
-  const [source, setSource] = useState("");
   // An error shows where its action was: at the top, or in the speech section.
   const [error, setError] = useState<{ message: string; place: "page" | "speech" } | null>(null);
   const [busy, setBusy] = useState(false);
@@ -353,30 +382,20 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
             ))}
           </tbody>
         </table>
-        <form
-          className="form-row other-source"
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (!source.trim()) return;
+        <SourceForm
+          id="download-source"
+          label="Another model"
+          placeholder="hf:user/repo:quant, hf:user/repo/file.gguf or https://…/model.gguf"
+          submitTestId="download-start"
+          primary
+          busy={busy}
+          onDownload={(source, started) =>
             void act(async () => {
-              await consoleApi.startDownload({ source: source.trim() });
-              setSource("");
-            });
-          }}
-        >
-          <label htmlFor="download-source">Another model</label>
-          <input
-            id="download-source"
-            data-testid="download-source"
-            className="wide"
-            value={source}
-            onChange={(e) => setSource(e.target.value)}
-            placeholder="hf:user/repo:quant, hf:user/repo/file.gguf or https://…/model.gguf"
-          />
-          <button type="submit" className="primary" data-testid="download-start" disabled={busy || !source.trim()}>
-            Download
-          </button>
-        </form>
+              await consoleApi.startDownload({ source });
+              started();
+            })
+          }
+        />
       </div>
 
       <SpeechSection
@@ -426,7 +445,6 @@ function SpeechSection({
   partialRow: (p: ModelsView["partial"][number]) => ReactNode;
   error: string | null;
 }) {
-  const [source, setSource] = useState("");
   const [confirmRemove, setConfirmRemove] = useState<string | null>(null);
   const speech = models?.speech;
   const recommended = speech?.recommended;
@@ -557,30 +575,19 @@ function SpeechSection({
           )}
         </div>
       )}
-      <form
-        className="form-row other-source"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (!source.trim()) return;
+      <SourceForm
+        id="speech-source"
+        label="Another speech model"
+        placeholder="small, tiny, base.en, hf:user/repo/ggml-model.bin or https://…/ggml-model.bin"
+        submitTestId="speech-download-start"
+        busy={busy}
+        onDownload={(source, started) =>
           void act(async () => {
-            await consoleApi.startDownload({ source: source.trim(), kind: "speech" });
-            setSource("");
-          });
-        }}
-      >
-        <label htmlFor="speech-source">Another speech model</label>
-        <input
-          id="speech-source"
-          data-testid="speech-source"
-          className="wide"
-          value={source}
-          onChange={(e) => setSource(e.target.value)}
-          placeholder="small, tiny, base.en, hf:user/repo/ggml-model.bin or https://…/ggml-model.bin"
-        />
-        <button type="submit" data-testid="speech-download-start" disabled={busy || !source.trim()}>
-          Download
-        </button>
-      </form>
+            await consoleApi.startDownload({ source, kind: "speech" });
+            started();
+          })
+        }
+      />
     </div>
   );
 }
