@@ -244,8 +244,37 @@ describe.skipIf(!version)("Codex CLI (wire_api responses, the documented setup)"
     return { code: run.code, signal: run.signal, events, stderr: run.stderr };
   }
 
+  /**
+   * For a failed turn: each request the server refused, with the shape (not the text) of its input items and
+   * of the output items of the response before it, so a refusal that depends on the model's random output
+   * can be traced to the item that caused it.
+   */
+  function refusals(): string {
+    const exchanges = proxy.inferences();
+    return exchanges
+      .flatMap((e, i) => {
+        if (e.status < 400) return [];
+        const shape = (item: Record<string, unknown>) =>
+          `${String(item.type ?? "message")}${"call_id" in item ? `(call_id ${JSON.stringify(item.call_id)})` : ""}{${Object.keys(item).sort().join(",")}}`;
+        let input = "";
+        try {
+          input = ((JSON.parse(e.requestBody) as { input?: Array<Record<string, unknown>> }).input ?? []).map(shape).join(" ");
+        } catch {
+          input = "(unreadable body)";
+        }
+        const previous = exchanges[i - 1];
+        const output = previous
+          ? [...previous.responseBody.matchAll(/^data: (\{"type":"response\.output_item\.done".*)$/gm)]
+              .map((m) => shape((JSON.parse(m[1]!) as { item: Record<string, unknown> }).item))
+              .join(" ")
+          : "";
+        return [`refused ${e.status}: ${e.responseBody.slice(0, 600)}\n  its input: ${input}\n  the previous response's output: ${output}`];
+      })
+      .join("\n");
+  }
+
   function expectCompletedTurn(run: CodexRun): void {
-    const context = `exit ${run.code} ${run.signal ?? ""}\nevents: ${JSON.stringify(run.events).slice(-6000)}\nstderr: ${run.stderr.slice(-4000)}`;
+    const context = `exit ${run.code} ${run.signal ?? ""}\nevents: ${JSON.stringify(run.events).slice(-6000)}\nstderr: ${run.stderr.slice(-4000)}\n${refusals()}`;
     expect(run.signal, context).toBeNull();
     expect(run.code, context).toBe(0);
     const types = run.events.map((e) => e.type);
