@@ -62,6 +62,8 @@ interface Target {
   extra: Record<string, unknown>;
   /** The server's process id, to read its CPU time. */
   pid: number;
+  /** Ours: which llama.cpp binaries it loaded (/health's gpu.build: prebuilt, or a local build). */
+  build?: string;
   stop(): Promise<void>;
 }
 
@@ -120,12 +122,14 @@ async function startOurs(model: string, threads: number): Promise<Target> {
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${key}` };
   await waitReady(url, headers, child, () => out);
+  const health = (await (await fetch(`${url}/health`, { headers })).json()) as { gpu?: { build?: string | null } | null };
   return {
     name: "ours",
     url,
     headers,
     extra: { reasoning_effort: "none" },
     pid: child.pid!,
+    build: health.gpu?.build ?? "unknown",
     async stop() {
       await stopProcess(child);
       rmSync(dataDir, { recursive: true, force: true });
@@ -358,7 +362,7 @@ async function measureThreads(binary: string, model: string, threads: number) {
     await ours.stop();
     await peer.stop();
   }
-  return { threads, series, loads };
+  return { threads, series, loads, build: ours.build };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -413,7 +417,7 @@ log(`llama-server ${binary}\nmodel ${model}\n${availableParallelism()} cores (${
 const results: Result[] = [];
 for (const threads of threadCounts) results.push(await measureThreads(binary, model, threads));
 const text = report(results);
-console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()}\n`);
+console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()}; ours on node-llama-cpp's ${[...new Set(results.map((r) => (r.build === "local" ? "local build" : `${r.build} binaries`)))].join(", ")}\n`);
 console.log(text);
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));
 streamAgent.destroy();

@@ -142,9 +142,10 @@ export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?:
 
 export async function describeGpu(llama: Llama, skipped: Runtime["skipped"] = []): Promise<GpuInfo> {
   const backend = llama.gpu === false ? "cpu" : llama.gpu;
-  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped };
+  const build = llama.buildType === "localBuild" ? "local" : "prebuilt";
+  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped, build };
   const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
-  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped };
+  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped, build };
 }
 
 /** Loads the runtime (if needed) and says what it runs on; the health probe shows this before any model loads. */

@@ -87,6 +87,11 @@ export interface GpuInfo {
   vramFreeBytes: number;
   /** GPU backends passed over on the way to this one, and why. */
   skipped?: Array<{ backend: string; reason: string }>;
+  /**
+   * Which llama.cpp binaries run: node-llama-cpp's prebuilt ones (what `npm install` gives) or a build made
+   * on this machine (docs/performance.md: faster prompts and batches on a CPU). Absent where not known.
+   */
+  build?: "prebuilt" | "local";
 }
 
 export interface LoadedModelInfo {

@@ -167,6 +167,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
             vram_total_bytes: gpu.vramTotalBytes,
             vram_free_bytes: gpu.vramFreeBytes,
             skipped: gpu.skipped ?? [],
+            build: gpu.build ?? null,
           }
         : null,
       memory: { ram_total_bytes: totalmem(), ram_free_bytes: freemem() },

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeGguf } from "../../resources/test-model/gguf-writer.js";
 import { buildTinyModel, greedyTexts } from "../../resources/test-model/tiny-model.js";
 import { ModelsService } from "../../server/features/models/models-service.js";
+import { loadLlamaRuntime } from "../../server/engine/llama-engine.js";
 import { startServer, type RunningServer } from "../../server/index.js";
 import { Store } from "../../server/store/store.js";
 import { tempDataDir } from "../support/svc-process.js";
@@ -131,7 +132,9 @@ describe("switching models under load (real engine)", () => {
     expect(hardware.defaultThreads).toBeGreaterThanOrEqual(1);
     expect(hardware.ramTotalBytes).toBeGreaterThan(hardware.ramFreeBytes);
     const body = (await (await fetch(`${server.url}/health`)).json()) as { gpu: { backend: string; skipped: unknown[] }; memory: { ram_free_bytes: number } };
-    expect(body.gpu).toMatchObject({ backend: "cpu", skipped: [] });
+    // Which binaries run: node-llama-cpp's prebuilt ones unless a local build was made on this machine.
+    const runtime = await loadLlamaRuntime("cpu");
+    expect(body.gpu).toMatchObject({ backend: "cpu", skipped: [], build: runtime.buildType === "localBuild" ? "local" : "prebuilt" });
     expect(body.memory.ram_free_bytes).toBeGreaterThan(0);
   });
 
