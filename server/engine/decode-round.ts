@@ -138,6 +138,17 @@ export class RoundMember {
     return wait;
   }
 
+  /**
+   * The sequence generates on the step loop for now, whose batches keep themselves together (each token
+   * decoded ahead goes in the batch after the one that sampled it): the round does not wait for it. Its
+   * next paced request brings it back.
+   */
+  away(): void {
+    this.wake();
+    this.state = "idle";
+    if (this.joined && !this.left) this.round.settle();
+  }
+
   /** The generation ended; a token that still arrives for it does not bring it back into the round. */
   leave(): void {
     this.wake();

@@ -433,15 +433,15 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
-        // Plain-text steps are decoded by the step loop (step-loop.ts); prompts, grammars and probabilities
-        // by node-llama-cpp's evaluate.
-        evaluate: (tokens, metadata, options) =>
-          pacedTokens(
-            (this.steps.qualifies(sequence, metadata, options)
-              ? this.steps.evaluate(sequence, tokens, options)
-              : sequence.evaluateWithMetadata(tokens, metadata, options)) as AsyncGenerator<SampledToken, void, unknown>,
-            member,
-          ),
+        // Plain-text steps are decoded by the step loop (step-loop.ts), which keeps its batches together by
+        // itself; prompts, grammars and probabilities by node-llama-cpp's evaluate, paced by the round.
+        evaluate: (tokens, metadata, options) => {
+          if (this.steps.qualifies(sequence, metadata, options)) {
+            member.away();
+            return this.steps.evaluate(sequence, tokens, options) as AsyncGenerator<SampledToken, void, unknown>;
+          }
+          return pacedTokens(sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<SampledToken, void, unknown>, member);
+        },
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));

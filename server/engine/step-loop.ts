@@ -59,14 +59,61 @@ interface SequenceInternals {
   _resolveSamplerConfig(options: SequenceEvaluateOptions): unknown;
 }
 
-interface Step {
+/** One evaluation on the loop: its sequence, its sampler and options, and the token decoded ahead for it. */
+interface Track {
   sequence: SequenceInternals;
   sampler: Sampler;
-  feed: Token[];
   options: SequenceEvaluateOptions;
+  ahead: Ahead | null;
+  closed: boolean;
+}
+
+/**
+ * A step's decode, sent before its sampling was asked for: as soon as a token is sampled, it is decoded as
+ * the sequence's next input while the token travels through the generation, the codec and HTTP, since the
+ * generation asks for that next token almost always. The sampling waits for the ask (repeat penalties read
+ * the tokens the generation has taken in, and a seed's draws keep their order). If the generation stops or
+ * changes course instead, the token is taken out of the sequence again, leaving it as it would be without
+ * the decode ahead.
+ */
+interface Ahead {
+  track: Track;
+  token: Token;
+  /** Taken by a dispatch (no longer in the queue). */
+  sent: boolean;
+  /** Decoded, with its logits in the context while that dispatch holds it. */
+  decoded: boolean;
+  /** Its dispatch let the context go without sampling it: its logits are gone. */
+  stale: boolean;
+  sampled: boolean;
+  /** The generation will not ask for it. */
+  dropped: boolean;
+  /** Where the token went in the sequence (set at decode). */
+  position: number;
+  /** The generation's ask; resolved with null when it must be decoded again (it went stale). */
+  ask: { resolve(token: Token | null): void; reject(err: unknown): void } | null;
+  /** Wakes the dispatch waiting for this ask (or for the drop). */
+  wake: (() => void) | null;
+  /** Settles when the dispatch that took it is done with it. */
+  settled: Promise<void>;
+  settle(): void;
+  error: unknown;
+}
+
+interface Step {
+  track: Track;
+  feed: Token[];
   resolve(token: Token): void;
   reject(err: unknown): void;
 }
+
+/**
+ * How long a batch waits, after its decode, for the generations to ask for the tokens decoded ahead. They
+ * have asked long before on any real model (a generation takes a token in within a millisecond, a decode
+ * takes several); a generation whose reader stalls holds the others up once by this much, then decodes
+ * its token again when it asks.
+ */
+export const AHEAD_WAIT_MS = 4;
 
 export interface SampledStep {
   token: Token;
@@ -74,6 +121,7 @@ export interface SampledStep {
 
 export class StepLoop {
   private pending: Step[] = [];
+  private pendingAhead: Ahead[] = [];
   private scheduled = false;
   private running = false;
 
@@ -112,6 +160,7 @@ export class StepLoop {
       typeof s._nextTokenIndex === "number" &&
       Array.isArray(s._contextTokens) &&
       typeof s._resolveSamplerConfig === "function" &&
+      typeof sequence.eraseContextTokenRanges === "function" &&
       (s._loadedTokenPredictions?.length ?? 0) === 0 &&
       !s.needsCheckpoints
     );
@@ -133,27 +182,67 @@ export class StepLoop {
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
+    const track: Track = { sequence: internals, sampler, options, ahead: null, closed: false };
     try {
       while (true) {
-        if (internals._nextTokenIndex + feed.length >= this.context.contextSize - 1) {
-          // Near the end of the context: node-llama-cpp's context shift takes over.
-          yield* sequence.evaluateWithMetadata(feed, {}, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledStep, void, unknown>;
-          return;
+        const ahead = track.ahead;
+        track.ahead = null;
+        let token = ahead && !ahead.stale ? await this.sampleAhead(ahead) : null;
+        if (token === null) {
+          // No decode ahead, or its logits were let go: decode the feed now.
+          if (ahead) await this.drop(ahead);
+          if (internals._nextTokenIndex + feed.length >= this.context.contextSize - 1) {
+            // Near the end of the context: node-llama-cpp's context shift takes over.
+            yield* sequence.evaluateWithMetadata(feed, {}, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledStep, void, unknown>;
+            return;
+          }
+          token = await this.step(track, feed);
         }
-        const token = await this.step(internals, sampler, feed, options);
         yield { token };
         feed = [token];
       }
     } finally {
+      track.closed = true;
+      if (track.ahead) await this.drop(track.ahead);
       sampler.dispose();
     }
   }
 
-  private step(sequence: SequenceInternals, sampler: Sampler, feed: Token[], options: SequenceEvaluateOptions): Promise<Token> {
+  private step(track: Track, feed: Token[]): Promise<Token> {
     return new Promise<Token>((resolve, reject) => {
-      this.pending.push({ sequence, sampler, feed, options, resolve, reject });
+      this.pending.push({ track, feed, resolve, reject });
       this.kick();
     });
+  }
+
+  /** The token after an ahead decode, sampled by the dispatch that decodes it; null: decode it again. */
+  private sampleAhead(ahead: Ahead): Promise<Token | null> {
+    if (ahead.error != null) return Promise.reject(ahead.error);
+    return new Promise<Token | null>((resolve, reject) => {
+      ahead.ask = { resolve, reject };
+      const wake = ahead.wake;
+      ahead.wake = null;
+      wake?.();
+    });
+  }
+
+  /** Takes a token decoded ahead (or about to be) out of the sequence again. */
+  private async drop(ahead: Ahead): Promise<void> {
+    ahead.dropped = true;
+    if (!ahead.sent) {
+      // Still queued: nothing to undo.
+      const i = this.pendingAhead.indexOf(ahead);
+      if (i >= 0) this.pendingAhead.splice(i, 1);
+      return;
+    }
+    const wake = ahead.wake;
+    ahead.wake = null;
+    wake?.();
+    await ahead.settled;
+    if (ahead.decoded && !ahead.sampled) {
+      const sequence = ahead.track.sequence as unknown as LlamaContextSequence;
+      await sequence.eraseContextTokenRanges([{ start: ahead.position, end: ahead.position + 1 }]);
+    }
   }
 
   /** One batch at a time; steps asked for meanwhile go in the next one, sent when this one is done. */
@@ -162,45 +251,129 @@ export class StepLoop {
     this.scheduled = true;
     this.schedule(() => {
       this.scheduled = false;
-      void this.dispatch();
+      if (!this.running) void this.dispatch();
     });
   }
 
   private async dispatch(): Promise<void> {
     this.running = true;
     let steps: Step[] = [];
+    let aheads: Ahead[] = [];
+    /** The sampled tokens, handed over once the next batch is on its way (below). */
+    const deliveries: Array<() => void> = [];
     try {
       await withLock([this.context, "context"], async () => {
         // Taken once the context is ours: steps asked for while node-llama-cpp's own batch ran join this one.
-        steps = this.pending.splice(0).sort((a, b) => a.sequence._sequenceId - b.sequence._sequenceId);
-        if (steps.length === 0) return;
-        const binding = (this.context as unknown as { _ctx: Binding })._ctx;
-        binding.initBatch(steps.reduce((n, s) => n + s.feed.length, 0));
+        steps = this.pending.splice(0);
+        aheads = this.pendingAhead.splice(0);
+        for (const a of aheads) a.sent = true;
+        if (steps.length === 0 && aheads.length === 0) return;
         // In ascending sequence order: llama.cpp decodes consecutive ids in one micro-batch (batch-order.ts).
-        const logitIndexes = steps.map((s) => binding.addToBatch(s.sequence._sequenceId, s.sequence._nextTokenIndex, Uint32Array.from(s.feed), Uint32Array.of(s.feed.length - 1))[0]!);
-        await binding.decodeBatch();
-        for (const s of steps) {
-          // What node-llama-cpp's own decode records for the sequence (its cache reuse reads these).
-          s.sequence._nextTokenIndex += s.feed.length;
-          s.sequence._contextTokens.push(...s.feed);
+        const entries = [
+          ...steps.map((step) => ({ track: step.track, feed: step.feed, step, ahead: null as Ahead | null })),
+          ...aheads.map((ahead) => ({ track: ahead.track, feed: [ahead.token], step: null as Step | null, ahead })),
+        ].sort((a, b) => a.track.sequence._sequenceId - b.track.sequence._sequenceId);
+        const binding = (this.context as unknown as { _ctx: Binding })._ctx;
+        binding.initBatch(entries.reduce((n, e) => n + e.feed.length, 0));
+        const logitIndexes = entries.map((e) => binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.feed), Uint32Array.of(e.feed.length - 1))[0]!);
+        try {
+          await binding.decodeBatch();
+        } catch (err) {
+          for (const a of aheads) a.error = err;
+          throw err;
         }
-        const tokens = await Promise.all(
-          steps.map((s, i) => {
-            s.sampler.applyConfig(s.sequence._resolveSamplerConfig(s.options));
-            return binding.sampleToken(logitIndexes[i]!, s.sampler);
+        for (const e of entries) {
+          // What node-llama-cpp's own decode records for the sequence (its cache reuse reads these).
+          const sequence = e.track.sequence;
+          if (e.ahead) {
+            e.ahead.position = sequence._nextTokenIndex;
+            e.ahead.decoded = true;
+          }
+          sequence._nextTokenIndex += e.feed.length;
+          sequence._contextTokens.push(...e.feed);
+        }
+        // The logits stay valid only while this batch holds the context: wait (briefly) for the asks.
+        await this.awaitAsks(aheads);
+        const sampled = await Promise.all(
+          entries.map((e, i) => {
+            if (e.ahead && (e.ahead.dropped || e.ahead.ask === null)) return null;
+            e.track.sampler.applyConfig(e.track.sequence._resolveSamplerConfig(e.track.options));
+            return binding.sampleToken(logitIndexes[i]!, e.track.sampler);
           }),
         );
-        steps.forEach((s, i) => {
-          const token = tokens[i]!;
-          if (token === -1) s.reject(new Error("llama.cpp could not sample the next token."));
-          else s.resolve(token as Token);
+        entries.forEach((e, i) => {
+          const token = sampled[i];
+          if (token == null) return;
+          if (e.ahead) e.ahead.sampled = true;
+          if (token === -1) {
+            const err = new Error("llama.cpp could not sample the next token.");
+            if (e.step) e.step.reject(err);
+            else e.ahead!.ask!.reject(err);
+            return;
+          }
+          this.decodeAhead(e.track, token as Token);
+          deliveries.push(e.step ? () => e.step!.resolve(token as Token) : () => e.ahead!.ask!.resolve(token as Token));
         });
       });
     } catch (err) {
       for (const s of steps) s.reject(err);
+      for (const a of aheads) if (a.ask && !a.sampled) a.ask.reject(err);
     } finally {
+      for (const a of aheads) {
+        if (!a.sampled && a.error == null) {
+          // Let go unsampled: an ask that came meanwhile decodes the token again.
+          a.stale = true;
+          if (a.ask && !a.dropped) a.ask.resolve(null);
+        }
+        a.wake = null;
+        a.settle();
+      }
       this.running = false;
-      if (this.pending.length > 0) this.kick();
+      // The tokens just sampled are decoded at once (withLock runs its callback synchronously when the
+      // context is free, so the decode starts before this returns), and only then handed to their
+      // generations, whose work (and the HTTP work after it) then runs while the batch decodes.
+      if (this.pendingAhead.length > 0) void this.dispatch();
+      else if (this.pending.length > 0) this.kick();
+      for (const deliver of deliveries) deliver();
     }
+  }
+
+  /** Waits up to AHEAD_WAIT_MS for the generations of these aheads to ask for (or drop) their tokens. */
+  private async awaitAsks(aheads: Ahead[]): Promise<void> {
+    const open = () => aheads.find((a) => !a.dropped && a.ask === null);
+    if (!open()) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, AHEAD_WAIT_MS)));
+    const all = (async () => {
+      for (let a = open(); a; a = open()) await new Promise<void>((resolve) => (a!.wake = resolve));
+    })();
+    await Promise.race([all, timeout]);
+    clearTimeout(timer);
+    for (const a of aheads) a.wake = null;
+  }
+
+  /** Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it. */
+  private decodeAhead(track: Track, token: Token): void {
+    if (track.closed || this.model.isEogToken(token)) return;
+    if (track.sequence._nextTokenIndex + 1 >= this.context.contextSize - 1) return;
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const ahead: Ahead = {
+      track,
+      token,
+      sent: false,
+      decoded: false,
+      stale: false,
+      sampled: false,
+      dropped: false,
+      position: -1,
+      ask: null,
+      wake: null,
+      settled,
+      settle,
+      error: null,
+    };
+    track.ahead = ahead;
+    this.pendingAhead.push(ahead);
   }
 }

@@ -3,10 +3,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
-import { StepLoop } from "../../server/engine/step-loop.js";
+import { AHEAD_WAIT_MS, StepLoop } from "../../server/engine/step-loop.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 
 let dir: string;
@@ -89,6 +89,90 @@ describe("StepLoop", () => {
     const steps = batches.filter((b) => b.length > 1 && b.every((item) => item.tokens === 1)).map((b) => b.map((item) => item.id));
     expect(steps.length).toBeGreaterThan(10);
     for (const b of steps) expect(b).toEqual([...b].sort((x, y) => x - y));
+  });
+
+  it("decodes each sampled token ahead, before its generation asks, and takes it back out when the generation stops", async () => {
+    const loop = new StepLoop(context, model, (d) => d());
+    const s = context.getSequence();
+    const decodes: number[] = [];
+    const undo = spyOnBinding(context, (method, args) => {
+      if (method === "addToBatch") decodes.push(args[1] as number);
+    });
+    const p = prompt("decode ahead");
+    const seen: Array<{ token: Token; decodedBeforeAsk: boolean }> = [];
+    try {
+      for await (const { token } of loop.evaluate(s, p, { temperature: 0, yieldEogToken: true })) {
+        // The token's own position is on its way to llama.cpp before the generation asks for the next one.
+        seen.push({ token, decodedBeforeAsk: decodes.includes(p.length + seen.length) });
+        if (seen.length === 20) break;
+      }
+    } finally {
+      undo();
+    }
+    expect(seen.every((x) => x.decodedBeforeAsk)).toBe(true);
+    // The 20th token was decoded ahead too, and taken out again: the record ends where evaluate's would.
+    expect(decodes.at(-1)).toBe(p.length + 19);
+    expect(state(s)).toEqual({ next: p.length + 19, tokens: [...p, ...seen.slice(0, -1).map((x) => x.token)] });
+    s.dispose();
+  });
+
+  it("a generation slower than the batch waits for decodes its token again, with the same answer and state", async () => {
+    const loop = new StepLoop(context, model, (d) => d());
+    const ours = context.getSequence();
+    const theirs = context.getSequence();
+    const options = { temperature: 0, yieldEogToken: true };
+    const p = prompt("slow reader");
+    let decodes = 0;
+    const undo = spyOnBinding(context, (method) => {
+      if (method === "addToBatch") decodes++;
+    });
+    const a: Token[] = [];
+    try {
+      for await (const { token } of loop.evaluate(ours, p, options)) {
+        a.push(token);
+        // Every third token, longer than a batch waits for the ask: that token's logits are let go.
+        if (a.length % 3 === 0) await new Promise((r) => setTimeout(r, AHEAD_WAIT_MS * 4));
+        if (a.length === 15) break;
+      }
+    } finally {
+      undo();
+    }
+    // The prompt (node-llama-cpp's batch, then its last token here), 15 tokens decoded ahead (the 15th taken
+    // back out), and once again the tokens of the 4 slow turns the generation went on from.
+    expect(decodes).toBe(2 + 15 + 4);
+    expect(a).toEqual(await take(theirs.evaluateWithMetadata(p, {}, options), 15));
+    expect(state(ours)).toEqual(state(theirs));
+    ours.dispose();
+    theirs.dispose();
+  });
+
+  it("samples after the generation asks: repeat penalties and a seed give evaluate's tokens", async () => {
+    const loop = new StepLoop(context, model, (d) => d());
+    const run = async (evaluate: (options: SequenceEvaluateOptions) => AsyncIterable<{ token: Token }>) => {
+      const punish: Token[] = [];
+      const options: SequenceEvaluateOptions = {
+        temperature: 1.5,
+        seed: 7,
+        yieldEogToken: true,
+        repeatPenalty: { punishTokens: () => punish.slice(-64), penalty: 1.3, frequencyPenalty: 0.8, presencePenalty: 0.6 },
+      };
+      const out: Token[] = [];
+      for await (const { token } of evaluate(options)) {
+        out.push(token);
+        punish.push(token);
+        if (out.length === 40) break;
+      }
+      return out;
+    };
+    const p = prompt("penalties");
+    const ours = context.getSequence();
+    const theirs = context.getSequence();
+    const a = await run((o) => loop.evaluate(ours, p, o));
+    const b = await run((o) => theirs.evaluateWithMetadata(p, {}, o));
+    expect(new Set(a).size).toBeGreaterThan(5);
+    expect(a).toEqual(b);
+    ours.dispose();
+    theirs.dispose();
   });
 
   it("leaves grammars and token probabilities to node-llama-cpp", async () => {
