@@ -1,4 +1,6 @@
-// Keeps the sequences that generate at the same time in one llama.cpp batch.
+// Keeps the sequences that generate at the same time in one llama.cpp batch, for the phases node-llama-cpp
+// evaluates (grammars, token probabilities); plain-text steps go through the step loop, which keeps its
+// batches together by itself (step-loop.ts), and leave the round meanwhile (`away`).
 //
 // node-llama-cpp decodes in one batch whatever sequences have queued a token when its decode loop looks.
 // It looks right after the last sequence of a batch got its sampled token, while that sequence is still on

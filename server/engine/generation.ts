@@ -59,7 +59,11 @@ export interface GenerationSetup {
    * Starts an evaluation on the sequence; the engine wraps `sequence.evaluateWithMetadata` to pace the tokens
    * of sequences that generate together (see decode-round.ts). Default: `sequence.evaluateWithMetadata`.
    */
-  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions) => AsyncIterable<SampledToken>;
+  /**
+   * Evaluates instead of `sequence.evaluateWithMetadata`. `more` says, when a token has just been sampled,
+   * whether the generation can go on after it (its budget): the step loop decodes the token ahead only then.
+   */
+  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => boolean) => AsyncIterable<SampledToken>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -277,7 +281,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     if (signal.aborted) return;
     const metadata = metadataFor_(phase);
     const iterator = setup.evaluate
-      ? setup.evaluate(feed, metadata, optionsFor(phase))
+      ? setup.evaluate(feed, metadata, optionsFor(phase), () => completion + pending + 1 < maxCompletion)
       : (sequence.evaluateWithMetadata(feed, metadata, optionsFor(phase)) as AsyncIterable<SampledToken>);
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;

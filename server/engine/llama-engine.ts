@@ -435,10 +435,10 @@ export class LlamaEngine implements Engine {
         signal,
         // Plain-text steps are decoded by the step loop (step-loop.ts), which keeps its batches together by
         // itself; prompts, grammars and probabilities by node-llama-cpp's evaluate, paced by the round.
-        evaluate: (tokens, metadata, options) => {
+        evaluate: (tokens, metadata, options, more) => {
           if (this.steps.qualifies(sequence, metadata, options)) {
             member.away();
-            return this.steps.evaluate(sequence, tokens, options) as AsyncGenerator<SampledToken, void, unknown>;
+            return this.steps.evaluate(sequence, tokens, options, more) as AsyncGenerator<SampledToken, void, unknown>;
           }
           return pacedTokens(sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<SampledToken, void, unknown>, member);
         },

@@ -7,6 +7,11 @@
 // 307 to 326 tokens/s for four (node-llama-cpp's path: 246 to 268; llama-server: 300 to 322).
 // docs/performance.md has the measurements.
 //
+// Each sampled token is decoded ahead: its decode goes out with the batch that follows at once, before the
+// token is handed to its generation, whose work (and the codec's and HTTP's) then runs while it decodes;
+// the sampling after it waits for the generation's ask. A generation that stops or turns instead has the
+// token taken back out (see Ahead below).
+//
 // A prompt (or any feed longer than a few tokens) is read by node-llama-cpp, which splits it into batches
 // and frees space by context shift, all but its last token, which is decoded here with the first step.
 // Phases with a grammar or token probabilities, models that need context checkpoints and a sequence near
@@ -64,6 +69,8 @@ interface Track {
   sequence: SequenceInternals;
   sampler: Sampler;
   options: SequenceEvaluateOptions;
+  /** Whether the generation can go on after the token just sampled (decoded ahead only then). */
+  more: () => boolean;
   ahead: Ahead | null;
   closed: boolean;
 }
@@ -168,9 +175,10 @@ export class StepLoop {
 
   /**
    * Like `sequence.evaluateWithMetadata(tokens, {}, options)` with `yieldEogToken`: yields each sampled
-   * token, end-of-generation tokens included; the caller stops pulling when it is done.
+   * token, end-of-generation tokens included; the caller stops pulling when it is done. `more()`, asked
+   * as each token is sampled, says whether the caller can go on after it (false: its budget ends there).
    */
-  async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions): AsyncGenerator<SampledStep, void, unknown> {
+  async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => boolean = () => true): AsyncGenerator<SampledStep, void, unknown> {
     let feed = tokens;
     if (feed.length > MAX_STEP_FEED) {
       // The prompt: node-llama-cpp batches it and shifts the context if it must; its last token is decoded
@@ -182,7 +190,7 @@ export class StepLoop {
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
-    const track: Track = { sequence: internals, sampler, options, ahead: null, closed: false };
+    const track: Track = { sequence: internals, sampler, options, more, ahead: null, closed: false };
     try {
       while (true) {
         const ahead = track.ahead;
@@ -354,7 +362,7 @@ export class StepLoop {
 
   /** Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it. */
   private decodeAhead(track: Track, token: Token): void {
-    if (track.closed || this.model.isEogToken(token)) return;
+    if (track.closed || this.model.isEogToken(token) || !track.more()) return;
     if (track.sequence._nextTokenIndex + 1 >= this.context.contextSize - 1) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));

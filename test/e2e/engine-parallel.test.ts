@@ -1,5 +1,5 @@
 // The real engine with several sequences generating at once (they share llama.cpp batches, paced by
-// decode-round.ts): same answers as alone, no stream held up by another that stalls or is cancelled.
+// the step loop and decode-round.ts): same answers as alone, no stream held up by another that stalls or is cancelled.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,6 +97,21 @@ describe("LlamaEngine with 4 sequences", () => {
     }
     // Every token sampled once, all by the loop (node-llama-cpp reads the prompt without sampling).
     expect(samples).toBe(32);
+  });
+
+  it("decodes nothing past an answer that ends at max_tokens (no token decoded ahead to take back)", async () => {
+    const steps: number[] = [];
+    const undo = spyOnBinding((engine as unknown as { context: object }).context, (method, args) => {
+      if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) steps.push(args[1] as number);
+    });
+    try {
+      expect((await answer(ask("a budget", 12))).tokens).toBe(12);
+    } finally {
+      undo();
+    }
+    // The prompt's last token, then tokens 1 to 11 at the positions after it; the 12th ends the answer.
+    expect(steps.length).toBe(12);
+    expect(steps.slice(1)).toEqual(steps.slice(1).map((_, i) => steps[0]! + 1 + i));
   });
 
   it("keeps the other streams generating while one stalls (its reader stops pulling events)", async () => {

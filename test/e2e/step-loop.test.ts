@@ -116,6 +116,27 @@ describe("StepLoop", () => {
     s.dispose();
   });
 
+  it("does not decode ahead the token a generation's budget ends with", async () => {
+    const loop = new StepLoop(context, model, (d) => d());
+    const s = context.getSequence();
+    let decodes = 0;
+    const undo = spyOnBinding(context, (method) => {
+      if (method === "addToBatch") decodes++;
+    });
+    const p = prompt("a budget of ten");
+    let taken = 0;
+    try {
+      // As generation.ts says it: more after this token while fewer than 10 have been taken in before it.
+      for await (const _ of loop.evaluate(s, p, { temperature: 0, yieldEogToken: true }, () => taken + 1 < 10)) if (++taken === 10) break;
+    } finally {
+      undo();
+    }
+    // The prompt (node-llama-cpp's batch, then its last token here) and tokens 1 to 9 decoded ahead; not the 10th.
+    expect(decodes).toBe(2 + 9);
+    expect(s.nextTokenIndex).toBe(p.length + 9);
+    s.dispose();
+  });
+
   it("a generation slower than the batch waits for decodes its token again, with the same answer and state", async () => {
     const loop = new StepLoop(context, model, (d) => d());
     const ours = context.getSequence();
