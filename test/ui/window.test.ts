@@ -8,6 +8,7 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
+import { loadLlamaRuntime } from "../../server/engine/llama-engine.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
 import { ROOT } from "../support/svc-process.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
@@ -253,6 +254,11 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       await expect.poll(() => ui.page.getByTestId("model-loaded").textContent()).toContain(modelFile);
       await expect.poll(() => ui.page.getByTestId("model-state").textContent()).toContain("Ready");
       await expect.poll(() => ui.page.getByTestId("gpu-backend").textContent()).toContain("CPU only");
+      // Which llama.cpp binaries run: the prebuilt ones unless one was built on this machine.
+      const runtime = await loadLlamaRuntime("cpu");
+      expect(await ui.page.getByTestId("gpu-backend").textContent()).toContain(
+        runtime.buildType === "localBuild" ? "· llama.cpp built on this machine" : "· prebuilt llama.cpp",
+      );
       expect(await ui.page.getByTestId("gpu-choice").inputValue()).toBe("cpu");
       // The harness's 4096-token context is too short for coding agents: the page says so, and how to fix it.
       const note = await ui.page.getByTestId("model-context-note").textContent();

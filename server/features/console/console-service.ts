@@ -144,7 +144,13 @@ export class ConsoleService implements ConsoleApi {
         error: status.error,
       },
       gpu: hardware.gpu
-        ? { backend: hardware.gpu.backend, devices: hardware.gpu.devices, vramTotalBytes: hardware.gpu.vramTotalBytes, vramFreeBytes: hardware.gpu.vramFreeBytes }
+        ? {
+            backend: hardware.gpu.backend,
+            devices: hardware.gpu.devices,
+            vramTotalBytes: hardware.gpu.vramTotalBytes,
+            vramFreeBytes: hardware.gpu.vramFreeBytes,
+            build: hardware.gpu.build ?? null,
+          }
         : null,
       gpuPreference: this.server.models.gpuPreference(),
       cpuCores: hardware.cpuCores,

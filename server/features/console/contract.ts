@@ -35,6 +35,8 @@ export interface GpuView {
   devices: string[];
   vramTotalBytes: number;
   vramFreeBytes: number;
+  /** Which llama.cpp binaries run: node-llama-cpp's prebuilt ones, or a build made on this machine; null: not known. */
+  build: "prebuilt" | "local" | null;
 }
 
 export interface StatusView {
