@@ -37,16 +37,16 @@ const server = await startServer(
   () => undefined,
 );
 const key = server.keys.create({ name: "trace" }).key;
-const host = server.engineHost.engine() as unknown as { inner?: object };
 const engine = server.engineHost.engine();
-const context = (host.inner ?? host) as unknown as { context: { _ctx: Record<string, unknown> } };
+// The host's engine wraps the LlamaEngine (its `inner`), whose context is private.
+const llamaEngine = ((engine as unknown as { inner?: object }).inner ?? engine) as unknown as { context: { _ctx: Record<string, unknown> } };
 
 // Timestamps at the binding: decode sent (d0, with the batch's token count) and done (d1), sampled (s1).
 type Mark = { kind: "d0" | "d1" | "s1"; at: number; size?: number };
 let marks: Mark[] = [];
 let recording = false;
 let batchSize = 0;
-const binding = context.context._ctx;
+const binding = llamaEngine.context._ctx;
 const traced: Record<string, (call: (...a: unknown[]) => unknown, args: unknown[]) => unknown> = {
   initBatch: (call, args) => {
     batchSize = args[0] as number;
@@ -66,7 +66,7 @@ const traced: Record<string, (call: (...a: unknown[]) => unknown, args: unknown[
       return v;
     }),
 };
-context.context._ctx = new Proxy(binding, {
+llamaEngine.context._ctx = new Proxy(binding, {
   get(target, name) {
     const value = Reflect.get(target, name) as unknown;
     if (typeof value !== "function") return value;

@@ -86,21 +86,15 @@ interface Track {
 interface Ahead {
   track: Track;
   token: Token;
-  /** Taken by a dispatch (no longer in the queue). */
-  sent: boolean;
-  /** Decoded, with its logits in the context while that dispatch holds it. */
-  decoded: boolean;
   /** Its dispatch let the context go without sampling it: its logits are gone. */
   stale: boolean;
   sampled: boolean;
   /** The generation will not ask for it. */
   dropped: boolean;
-  /** Where the token went in the sequence (set at decode). */
+  /** Where the token went in the sequence; -1 until it is decoded. */
   position: number;
   /** The generation's ask; resolved with null when it must be decoded again (it went stale). */
   ask: { resolve(token: Token | null): void; reject(err: unknown): void } | null;
-  /** Wakes the dispatch waiting for this ask (or for the drop). */
-  wake: (() => void) | null;
   /** Settles when the dispatch that took it is done with it. */
   settled: Promise<void>;
   settle(): void;
@@ -131,6 +125,8 @@ export class StepLoop {
   private pendingAhead: Ahead[] = [];
   private scheduled = false;
   private running = false;
+  /** Wakes the dispatch waiting for asks (awaitAsks) when one comes or a token is dropped. */
+  private askArrived: (() => void) | null = null;
 
   /**
    * @param schedule when to send the queued steps as one batch (the decode round's: at once when one
@@ -228,26 +224,22 @@ export class StepLoop {
     if (ahead.error != null) return Promise.reject(ahead.error);
     return new Promise<Token | null>((resolve, reject) => {
       ahead.ask = { resolve, reject };
-      const wake = ahead.wake;
-      ahead.wake = null;
-      wake?.();
+      this.wakeAskWaiter();
     });
   }
 
   /** Takes a token decoded ahead (or about to be) out of the sequence again. */
   private async drop(ahead: Ahead): Promise<void> {
     ahead.dropped = true;
-    if (!ahead.sent) {
-      // Still queued: nothing to undo.
-      const i = this.pendingAhead.indexOf(ahead);
-      if (i >= 0) this.pendingAhead.splice(i, 1);
+    const queued = this.pendingAhead.indexOf(ahead);
+    if (queued >= 0) {
+      // Not sent yet: nothing to undo.
+      this.pendingAhead.splice(queued, 1);
       return;
     }
-    const wake = ahead.wake;
-    ahead.wake = null;
-    wake?.();
+    this.wakeAskWaiter();
     await ahead.settled;
-    if (ahead.decoded && !ahead.sampled) {
+    if (ahead.position >= 0 && !ahead.sampled) {
       const sequence = ahead.track.sequence as unknown as LlamaContextSequence;
       await sequence.eraseContextTokenRanges([{ start: ahead.position, end: ahead.position + 1 }]);
     }
@@ -274,7 +266,6 @@ export class StepLoop {
         // Taken once the context is ours: steps asked for while node-llama-cpp's own batch ran join this one.
         steps = this.pending.splice(0);
         aheads = this.pendingAhead.splice(0);
-        for (const a of aheads) a.sent = true;
         if (steps.length === 0 && aheads.length === 0) return;
         // In ascending sequence order: llama.cpp decodes consecutive ids in one micro-batch (batch-order.ts).
         const entries = [
@@ -293,10 +284,7 @@ export class StepLoop {
         for (const e of entries) {
           // What node-llama-cpp's own decode records for the sequence (its cache reuse reads these).
           const sequence = e.track.sequence;
-          if (e.ahead) {
-            e.ahead.position = sequence._nextTokenIndex;
-            e.ahead.decoded = true;
-          }
+          if (e.ahead) e.ahead.position = sequence._nextTokenIndex;
           sequence._nextTokenIndex += e.feed.length;
           sequence._contextTokens.push(...e.feed);
         }
@@ -333,7 +321,6 @@ export class StepLoop {
           a.stale = true;
           if (a.ask && !a.dropped) a.ask.resolve(null);
         }
-        a.wake = null;
         a.settle();
       }
       this.running = false;
@@ -348,16 +335,22 @@ export class StepLoop {
 
   /** Waits up to AHEAD_WAIT_MS for the generations of these aheads to ask for (or drop) their tokens. */
   private async awaitAsks(aheads: Ahead[]): Promise<void> {
-    const open = () => aheads.find((a) => !a.dropped && a.ask === null);
+    const open = () => aheads.some((a) => !a.dropped && a.ask === null);
     if (!open()) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, AHEAD_WAIT_MS)));
-    const all = (async () => {
-      for (let a = open(); a; a = open()) await new Promise<void>((resolve) => (a!.wake = resolve));
-    })();
-    await Promise.race([all, timeout]);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      this.wakeAskWaiter();
+    }, AHEAD_WAIT_MS);
+    while (open() && !timedOut) await new Promise<void>((resolve) => (this.askArrived = resolve));
     clearTimeout(timer);
-    for (const a of aheads) a.wake = null;
+    this.askArrived = null;
+  }
+
+  private wakeAskWaiter(): void {
+    const wake = this.askArrived;
+    this.askArrived = null;
+    wake?.();
   }
 
   /** Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it. */
@@ -369,14 +362,11 @@ export class StepLoop {
     const ahead: Ahead = {
       track,
       token,
-      sent: false,
-      decoded: false,
       stale: false,
       sampled: false,
       dropped: false,
       position: -1,
       ask: null,
-      wake: null,
       settled,
       settle,
       error: null,
