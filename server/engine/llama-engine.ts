@@ -374,7 +374,7 @@ export class LlamaEngine implements Engine {
         `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
           `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s)` +
-          `${split.generation !== split.prompt ? ` (${split.generation} while generating)` : ""}, chat wrapper ${thinking.wrapperName}` +
+          `${split.single !== split.batch ? ` (${split.single} for a lone sequence's steps)` : ""}, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       if (info.contextNote) options.log?.("warn", info.contextNote);

@@ -1,13 +1,17 @@
-// How many CPU threads each llama.cpp decode gets: all of them for prompt batches, one core fewer for
-// generation steps when the threads would take every core.
+// How many CPU threads each llama.cpp decode gets: all of them for batches (prompt text, or several
+// sequences' generation steps together), one core fewer for a lone sequence's generation step when the
+// threads would take every core.
 //
 // Why: node-llama-cpp's prebuilt CPU binaries are built without OpenMP. Each decode with n > 1 threads
 // makes a throw-away ggml thread pool (starting n - 1 threads) whose threads wait for each other at every
-// operation by spinning, never sleeping. A generation step is hundreds of such barriers in a few
+// operation by spinning, never sleeping. A one-token step is hundreds of such barriers in a few
 // milliseconds; when another thread wants one of the cores (our JavaScript thread handling the token just
 // made, or any other process), a spinning thread holds it while the one it waits for is off the CPU.
-// Measured on 2 cores, 2 threads generated 3 to 13 times slower than 1 (docs/performance.md). A prompt
-// batch is long enough per barrier for the threads to pay off.
+// Measured on 2 cores, 2 threads generated one stream 3 to 13 times slower than 1 (docs/performance.md).
+// A prompt batch is long enough per barrier for the threads to pay off, and so, since each token's decode
+// is queued ahead of its delivery (step-loop.ts), is a step of several sequences: 4 streams on 2 cores
+// made 307 to 370 tokens/s with 2 threads against 267 to 283 with 1, 3 streams 312 and 340 against 223
+// and 230, 2 streams about the same either way (bench:peer, alternated runs).
 //
 // node-llama-cpp sets one thread count per context; the count for each decode is applied here, just
 // before the decode, through its context binding (the `_ctx` object its LlamaContext drives). Without that
@@ -15,20 +19,20 @@
 import type { LlamaContext } from "node-llama-cpp";
 
 export interface ThreadSplit {
-  /** Threads for decodes that read prompt text (more than one token of a sequence). */
-  prompt: number;
-  /** Threads for generation steps (one token per sequence). */
-  generation: number;
+  /** Threads for decodes of more than one token: prompt text, or several sequences' steps together. */
+  batch: number;
+  /** Threads for a decode of one token (a lone sequence's generation step). */
+  single: number;
 }
 
 /**
- * One core is left to the JavaScript thread while generating, when the threads would take them all and
- * the binary's thread pool spins (no OpenMP). A build with OpenMP (llama-server's default, or a local
- * node-llama-cpp build) keeps its threads, whose waits end in sleep rather than spinning.
+ * One core is left to the JavaScript thread while a lone sequence generates, when the threads would take
+ * them all and the binary's thread pool spins (no OpenMP). A build with OpenMP (llama-server's default, or
+ * node-llama-cpp's default local build) keeps its threads, whose waits end in sleep rather than spinning.
  */
 export function splitThreads(threads: number, cores: number, openMp = false): ThreadSplit {
-  const generation = !openMp && threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
-  return { prompt: threads, generation: Math.min(threads, generation) };
+  const single = !openMp && threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
+  return { batch: threads, single: Math.min(threads, single) };
 }
 
 /** Whether the loaded llama.cpp runs its CPU threads with OpenMP (from its system info line). */
@@ -59,18 +63,18 @@ function isBinding(value: unknown): value is ContextBinding {
  * node-llama-cpp does not expose its context binding the way this relies on.
  */
 export function applyThreadSplit(context: LlamaContext, split: ThreadSplit): boolean {
-  if (split.prompt === split.generation) return true;
+  if (split.batch === split.single) return true;
   const holder = context as unknown as { _ctx?: unknown };
   const binding = holder._ctx;
   if (!isBinding(binding)) return false;
-  let promptBatch = false;
+  let tokensInBatch = 0;
   const overrides: Partial<ContextBinding> = {
     initBatch(size) {
-      promptBatch = false;
+      tokensInBatch = 0;
       return binding.initBatch(size);
     },
     addToBatch(sequenceId, firstTokenIndex, tokens, logitIndexes) {
-      if (tokens.length > 1) promptBatch = true;
+      tokensInBatch += tokens.length;
       return binding.addToBatch(sequenceId, firstTokenIndex, tokens, logitIndexes);
     },
     // node-llama-cpp sets the context's count before each decode; the count for this batch is set last.
@@ -78,7 +82,7 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit): boo
       return undefined;
     },
     decodeBatch() {
-      binding.setThreads(promptBatch ? split.prompt : split.generation);
+      binding.setThreads(tokensInBatch > 1 ? split.batch : split.single);
       return binding.decodeBatch();
     },
   };

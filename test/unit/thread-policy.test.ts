@@ -3,22 +3,22 @@ import { describe, expect, it } from "vitest";
 import { applyThreadSplit, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
-  it("leaves a core to the JavaScript thread while generating when the threads take every core", () => {
-    expect(splitThreads(2, 2)).toEqual({ prompt: 2, generation: 1 });
-    expect(splitThreads(8, 8)).toEqual({ prompt: 8, generation: 7 });
-    expect(splitThreads(4, 2)).toEqual({ prompt: 4, generation: 1 });
+  it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
+    expect(splitThreads(2, 2)).toEqual({ batch: 2, single: 1 });
+    expect(splitThreads(8, 8)).toEqual({ batch: 8, single: 7 });
+    expect(splitThreads(4, 2)).toEqual({ batch: 4, single: 1 });
   });
 
   it("keeps every thread for a build with OpenMP, whose threads sleep instead of spinning", () => {
-    expect(splitThreads(2, 2, true)).toEqual({ prompt: 2, generation: 2 });
+    expect(splitThreads(2, 2, true)).toEqual({ batch: 2, single: 2 });
     expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 |")).toBe(true);
     expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | REPACK = 1 |")).toBe(false);
   });
 
   it("changes nothing when a core is free anyway", () => {
-    expect(splitThreads(1, 2)).toEqual({ prompt: 1, generation: 1 });
-    expect(splitThreads(4, 8)).toEqual({ prompt: 4, generation: 4 });
-    expect(splitThreads(1, 1)).toEqual({ prompt: 1, generation: 1 });
+    expect(splitThreads(1, 2)).toEqual({ batch: 1, single: 1 });
+    expect(splitThreads(4, 8)).toEqual({ batch: 4, single: 4 });
+    expect(splitThreads(1, 1)).toEqual({ batch: 1, single: 1 });
   });
 });
 
@@ -46,27 +46,28 @@ function fakeContext() {
 }
 
 describe("applyThreadSplit", () => {
-  it("decodes generation steps with the generation count and prompt batches with all threads", async () => {
+  it("decodes a lone sequence's steps with the single count, prompts and batched steps with all threads", async () => {
     const fake = fakeContext();
-    expect(applyThreadSplit(fake.context, { prompt: 2, generation: 1 })).toBe(true);
+    expect(applyThreadSplit(fake.context, { batch: 2, single: 1 })).toBe(true);
     await fake.decode([40], 2); // a prompt
     await fake.decode([1], 2); // one sequence generating
     await fake.decode([1, 1, 1, 1], 2); // four generating together
     await fake.decode([1, 1, 300], 2); // two generating while a third reads its prompt
-    expect(fake.decodedWith).toEqual([2, 1, 1, 2]);
-    expect(fake.binding().getThreads()).toBe(2);
+    await fake.decode([1], 2); // alone again
+    expect(fake.decodedWith).toEqual([2, 1, 2, 2, 1]);
+    expect(fake.binding().getThreads()).toBe(1);
   });
 
   it("leaves the context alone when there is nothing to split", () => {
     const fake = fakeContext();
     const before = fake.binding();
-    expect(applyThreadSplit(fake.context, { prompt: 1, generation: 1 })).toBe(true);
+    expect(applyThreadSplit(fake.context, { batch: 1, single: 1 })).toBe(true);
     expect(fake.binding()).toBe(before);
   });
 
   it("reports false and changes nothing when the binding is not the one it knows", () => {
     const context = { _ctx: { decodeBatch: async () => undefined } };
-    expect(applyThreadSplit(context as unknown as LlamaContext, { prompt: 2, generation: 1 })).toBe(false);
+    expect(applyThreadSplit(context as unknown as LlamaContext, { batch: 2, single: 1 })).toBe(false);
     expect(Object.keys(context._ctx)).toEqual(["decodeBatch"]);
   });
 });
