@@ -30,6 +30,7 @@ export const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models pull --speech [base | small | ... | hf:user/repo/file.bin | https://URL] [--sha256 HEX] [--data-dir DIR]
   svc models use --speech FILE | svc models remove --speech FILE [--force] [--data-dir DIR]
   svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]`;
+const ENGINE_USAGE = `  svc engine [status] | svc engine build | svc engine remove`;
 
 const SERVE_HELP = `Usage:
 ${SERVE_USAGE}
@@ -69,6 +70,19 @@ Speech models (whisper.cpp, for transcripts of uploaded audio and video) live in
 is available.
 `;
 
+const ENGINE_HELP = `Usage:
+${ENGINE_USAGE}
+
+The server runs the model with llama.cpp through node-llama-cpp, whose prebuilt CPU binaries come from an
+older compiler. \`svc engine build\` compiles them again on this machine from the same llama.cpp source
+(Linux; needs cmake, make, git and a C++ compiler: \`sudo apt-get install cmake build-essential git\`; about
+7 minutes on 2 cores). On a 2-core Zen 4 such a build read prompts 1.6 to 1.7 times as fast as the
+prebuilt binaries (docs/performance.md). It is portable like them (a library per CPU family, the right one
+chosen at load) and runs the CPU from the server's next start; a GPU backend keeps its prebuilt binaries.
+/health says which runs ("gpu": {"build": "local"} or "prebuilt"). \`svc engine remove\` deletes the
+build: the server goes back to the prebuilt binaries. Reinstalling node_modules (npm ci) removes it too.
+`;
+
 const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions, Responses, Messages).
 
 Usage:
@@ -76,6 +90,7 @@ ${SERVE_USAGE}
 ${KEYS_USAGE}
 ${ACCOUNTS_USAGE}
 ${MODELS_USAGE}
+${ENGINE_USAGE}
   svc COMMAND --help       more about one command
 
 A --host other than loopback needs --lan (the API is then reachable from the network; see docs/security.md).
@@ -338,6 +353,14 @@ export async function main(argv: string[]): Promise<void> {
       const { runModelsCommand } = await import("./features/models/models-cli.js");
       // Exit explicitly: the downloader may leave idle connections that would keep the process alive.
       process.exit(await runModelsCommand(rest, defaultDataDir()));
+    }
+    case "engine": {
+      if (wantsHelp(rest)) {
+        console.log(ENGINE_HELP);
+        return;
+      }
+      const { runEngineCommand } = await import("./features/engine/engine-cli.js");
+      process.exit(await runEngineCommand(rest));
     }
     case "--version":
     case "-v":

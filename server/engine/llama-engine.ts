@@ -41,6 +41,7 @@ import {
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
+import { loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
@@ -114,7 +115,8 @@ async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["
     }
     for (const gpu of gpuCandidates(preference, supported)) {
       try {
-        const llama = await getLlama({ ...common, gpu });
+        // For the CPU, a build made on this machine (`svc engine build`) before the prebuilt binaries.
+        const llama = (gpu === false ? await loadEngineBuild({ logLevel: common.logLevel, logger }) : null) ?? (await getLlama({ ...common, gpu }));
         if (gpu === false && preference !== "cpu") {
           const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
           log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);

@@ -1,0 +1,77 @@
+// `svc engine ...`: which llama.cpp binaries the server runs on the CPU, and building them on this machine.
+// Loaded lazily by cli.ts (it pulls in node-llama-cpp).
+import {
+  buildEngine,
+  engineBuildSupported,
+  ENGINE_BUILD_OPTIONS,
+  findEngineBuilds,
+  missingBuildTools,
+  removeEngineBuilds,
+} from "../../engine/engine-build.js";
+
+/** Wrong usage: cli.ts prints it with the usage text and exits 2 (it matches on the name). */
+class EngineUsageError extends Error {
+  override name = "UsageError";
+}
+
+async function status(): Promise<number> {
+  const builds = await findEngineBuilds();
+  if (builds.length === 0) {
+    console.log("CPU: node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine.");
+    return 0;
+  }
+  for (const b of builds) console.log(`CPU: llama.cpp built on this machine${b.release ? ` (${b.release})` : ""}: ${b.folder}`);
+  return 0;
+}
+
+async function build(): Promise<number> {
+  if (!engineBuildSupported()) {
+    console.error(`svc: \`svc engine build\` is for Linux; on ${process.platform} the server uses node-llama-cpp's prebuilt binaries.`);
+    return 1;
+  }
+  const missing = missingBuildTools();
+  if (missing.length > 0) {
+    console.error(
+      `svc: the build needs ${missing.join(", ")}, not found on PATH. On Debian or Ubuntu: sudo apt-get install cmake build-essential git`,
+    );
+    return 1;
+  }
+  const options = Object.entries(ENGINE_BUILD_OPTIONS)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+  console.error(`Building llama.cpp for the CPU (${options}); this takes minutes. Progress follows.`);
+  try {
+    const result = await buildEngine();
+    const minutes = (result.seconds / 60).toFixed(1);
+    console.log(`Built in ${minutes} min${result.build ? `: ${result.build.folder}` : ""}.`);
+    console.log("The server uses it for the CPU from its next start (/health: \"build\": \"local\"). `svc engine remove` goes back to the prebuilt binaries.");
+    return 0;
+  } catch (err) {
+    console.error(`svc: the build failed: ${(err as Error).message}`);
+    console.error("The server keeps using the prebuilt binaries.");
+    return 1;
+  }
+}
+
+async function remove(): Promise<number> {
+  const removed = await removeEngineBuilds();
+  if (removed.length === 0) console.log("No llama.cpp build of `svc engine build` to remove; the server uses the prebuilt binaries.");
+  for (const b of removed) console.log(`Removed ${b.folder}. The server uses the prebuilt binaries from its next start.`);
+  return 0;
+}
+
+export async function runEngineCommand(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (rest.length > 0) throw new EngineUsageError(`Unexpected argument '${rest[0]}' for svc engine ${command}.`);
+  switch (command) {
+    case undefined:
+    case "status":
+      return status();
+    case "build":
+      return build();
+    case "remove":
+      return remove();
+    default:
+      throw new EngineUsageError(`Unknown engine command '${command}'. Use status, build or remove.`);
+  }
+}
