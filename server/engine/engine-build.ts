@@ -3,8 +3,8 @@
 // for this CPU chosen at load; no OpenMP; no -march=native), with this machine's compiler.
 //
 // Why: the prebuilt binaries come from an older compiler (GCC 11.4), and their matrix code is slower.
-// Measured on a 2-core Zen 4 (docs/performance.md): prompt evaluation 0.73 of llama-server's speed with the
-// prebuilt binaries, 1.22 with the same build from GCC 12.2; batched generation steps gain likewise.
+// Measured on a 2-core Zen 4 (docs/performance.md): prompt evaluation 0.75 of llama-server's speed with the
+// prebuilt binaries, 1.43 with this build from GCC 12.2 (threads 1; 0.82 and 1.29 with 2).
 // Built portable on purpose: the folder can be copied to another machine of the same OS, and the server's
 // thread policy (thread-policy.ts) holds for it as for the prebuilt (no OpenMP).
 //
@@ -14,7 +14,7 @@ import { spawnSync } from "node:child_process";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
 
 /** The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly. */
 export const ENGINE_BUILD_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
@@ -86,7 +86,10 @@ export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
 
 type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
 
-/** Loads this machine's build for the CPU, or returns null when there is none (the prebuilt binaries then). */
+/**
+ * Loads this machine's build for the CPU, or returns null when there is none (the prebuilt binaries then).
+ * Throws when one exists and does not load.
+ */
 export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama | null> {
   try {
     return await getLlama({
@@ -98,7 +101,7 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
       cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
     });
   } catch (err) {
-    if ((err as Error).name === "NoBinaryFoundError") return null;
+    if (err instanceof NoBinaryFoundError) return null;
     throw err;
   }
 }

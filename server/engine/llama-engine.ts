@@ -15,6 +15,7 @@ import {
   type LlamaContext,
   type LlamaGrammar,
   type LlamaModel,
+  type LlamaOptions,
   type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
@@ -115,8 +116,7 @@ async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["
     }
     for (const gpu of gpuCandidates(preference, supported)) {
       try {
-        // For the CPU, a build made on this machine (`svc engine build`) before the prebuilt binaries.
-        const llama = (gpu === false ? await loadEngineBuild({ logLevel: common.logLevel, logger }) : null) ?? (await getLlama({ ...common, gpu }));
+        const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
         if (gpu === false && preference !== "cpu") {
           const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
           log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);
@@ -135,6 +135,19 @@ async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["
     runtimePreference = null;
   });
   return runtimePromise;
+}
+
+/**
+ * For the CPU, a build made on this machine (`svc engine build`) comes before the prebuilt binaries; one that
+ * does not load is reported and passed over.
+ */
+async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, log?: LlamaEngineOptions["log"]): Promise<Llama | null> {
+  try {
+    return await loadEngineBuild({ logLevel: options.logLevel, logger: options.logger });
+  } catch (err) {
+    log?.("warn", `The llama.cpp built on this machine (svc engine build) did not load (${(err as Error).message}); using the prebuilt binaries.`);
+    return null;
+  }
 }
 
 /** One Llama runtime per process; GPU auto-detection falls back to the CPU binaries. */

@@ -1,0 +1,65 @@
+// `svc engine build` for real: compiles node-llama-cpp's CPU binaries from the bundled llama.cpp source
+// (minutes), then a server started afterwards runs on them; `svc engine remove` goes back to the prebuilt
+// binaries. Not part of `npm test` (it takes 7 to 15 minutes on 2 cores and would put every other test
+// running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { findEngineBuilds } from "../../server/engine/engine-build.js";
+import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+
+const hadBuild = (await findEngineBuilds()).length > 0;
+const servers: SvcServer[] = [];
+
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  // Leave a developer's own build where it was.
+  if (!hadBuild) runSvc(["engine", "remove"]);
+});
+
+async function serveAndAsk(): Promise<{ build: string; content: string; log: string }> {
+  const dataDir = tempDataDir();
+  const key = createKey(dataDir);
+  const server = await startSvc({ model: inject("tinyModelPath"), dataDir, env: { SVC_LOG_LEVEL: "info" } });
+  servers.push(server);
+  let health: { model?: { state?: string }; gpu?: { build?: string } } = {};
+  for (let i = 0; i < 120 && health.model?.state !== "ready"; i++) {
+    health = (await (await fetch(`${server.url}/health`)).json()) as typeof health;
+    if (health.model?.state !== "ready") await new Promise((r) => setTimeout(r, 250));
+  }
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "svc", messages: [{ role: "user", content: "Say something." }], max_tokens: 8, temperature: 0 }),
+  });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number } };
+  expect(body.usage.completion_tokens).toBeGreaterThan(0);
+  await server.stop();
+  return { build: health.gpu?.build ?? "", content: body.choices[0]!.message.content, log: server.output() };
+}
+
+describe("svc engine build", () => {
+  it("compiles the CPU binaries; the next server runs on them and answers as with the prebuilt ones; remove goes back", async () => {
+    const before = await serveAndAsk();
+    expect(before.build).toBe(hadBuild ? "local" : "prebuilt");
+
+    const build = await runSvcAsync(["engine", "build"]);
+    expect(build.stderr).toContain("Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON)");
+    expect(build.status, build.stderr.slice(-3000)).toBe(0);
+    expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
+    const [made] = await findEngineBuilds();
+    expect(made).toBeDefined();
+    expect(runSvc(["engine"]).stdout).toContain(`CPU: llama.cpp built on this machine (${made!.release}): ${made!.folder}`);
+
+    const after = await serveAndAsk();
+    expect(after.build).toBe("local");
+    // Same source, same greedy answer.
+    expect(after.content).toBe(before.content);
+
+    if (hadBuild) return;
+    const removed = runSvc(["engine", "remove"]);
+    expect(removed.status).toBe(0);
+    expect(removed.stdout).toContain(`Removed ${made!.folder}.`);
+    expect(await findEngineBuilds()).toEqual([]);
+    expect((await serveAndAsk()).build).toBe("prebuilt");
+  });
+});
