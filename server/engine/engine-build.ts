@@ -11,6 +11,7 @@
 // The server prefers this build for the CPU when it exists (`loadEngineBuild`, tried before the prebuilt
 // binaries); GPU backends keep their prebuilt binaries.
 import { spawnSync } from "node:child_process";
+import { statSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -51,6 +52,17 @@ export interface EngineBuildInfo {
   folder: string;
   /** The llama.cpp release it was built from. */
   release: string | null;
+  /** Being built again now (node-llama-cpp holds its lock, refreshed every few seconds). */
+  building: boolean;
+}
+
+/** node-llama-cpp's build lock (proper-lockfile: a `.lock` folder whose time is refreshed while held). */
+function lockHeld(folder: string): boolean {
+  try {
+    return statSync(`${folder}.lock`).mtimeMs > Date.now() - 60_000;
+  } catch {
+    return false;
+  }
 }
 
 function sameOptions(a: Record<string, unknown> | undefined): boolean {
@@ -76,7 +88,7 @@ export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
       };
       const options = metadata.buildOptions;
       if (options?.gpu === false && sameOptions(options.customCmakeOptions))
-        found.push({ folder: join(root, name), release: options.llamaCpp?.release ?? null });
+        found.push({ folder: join(root, name), release: options.llamaCpp?.release ?? null, building: lockHeld(join(root, name)) });
     } catch {
       // Not a finished build of ours.
     }
@@ -91,6 +103,10 @@ type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
  * Throws when one exists and does not load.
  */
 export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama | null> {
+  // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
+  // build's lock, minutes in which the server would not start.
+  const builds = await findEngineBuilds();
+  if (!builds.some((b) => !b.building)) return null;
   try {
     return await getLlama({
       ...options,
@@ -128,6 +144,9 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
 /** Deletes the builds of `svc engine build`; the server goes back to the prebuilt binaries on its next start. */
 export async function removeEngineBuilds(): Promise<EngineBuildInfo[]> {
   const builds = await findEngineBuilds();
-  for (const b of builds) await rm(b.folder, { recursive: true, force: true });
+  for (const b of builds) {
+    await rm(b.folder, { recursive: true, force: true });
+    await rm(`${b.folder}.lock`, { recursive: true, force: true });
+  }
   return builds;
 }

@@ -1,10 +1,10 @@
 // `svc engine` as users run it, without building (the build itself: test/engine-build, `npm run
 // test:engine-build`): what it reports, what it says when the build tools are missing, wrong usage.
-import { mkdtempSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { findEngineBuilds } from "../../server/engine/engine-build.js";
+import { ENGINE_BUILD_OPTIONS, findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
 import { runSvc } from "../support/svc-process.js";
 
 describe("svc engine", () => {
@@ -27,6 +27,27 @@ describe("svc engine", () => {
     expect(build.stderr).toContain("the build needs cmake, a C++ compiler (g++ or clang++), make, git");
     expect(build.stderr).toContain("sudo apt-get install cmake build-essential git");
     expect(await findEngineBuilds()).toEqual(before);
+  });
+
+  it("while a build is being made, says so, and remove waits for it", async () => {
+    // A build folder as node-llama-cpp leaves it mid-build: last build's metadata, its lock held (fresh).
+    const folder = join(localBuildsDirectory(), "linux-x64-svc-test-building");
+    mkdirSync(join(folder, "Release"), { recursive: true });
+    try {
+      writeFileSync(
+        join(folder, "Release", "_nlcBuildMetadata.json"),
+        JSON.stringify({ buildOptions: { customCmakeOptions: ENGINE_BUILD_OPTIONS, gpu: false, llamaCpp: { release: "v0.0.0" } } }),
+      );
+      mkdirSync(`${folder}.lock`);
+      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: true });
+      expect(runSvc(["engine"]).stdout).toContain("(being built again now: a server started meanwhile uses the prebuilt binaries)");
+      const remove = runSvc(["engine", "remove"]);
+      expect(remove.status).toBe(1);
+      expect(remove.stderr).toContain("a build is running (svc engine build); remove it once that has finished.");
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+      rmSync(`${folder}.lock`, { recursive: true, force: true });
+    }
   });
 
   it("explains wrong usage with exit 2 and prints its help", () => {

@@ -18,9 +18,11 @@
 // - Not run here, each for a stated reason and checked another way: `npm install` and `npm test` (CI runs
 //   them, .ci/run; running `npm test` inside itself would recurse), `npm start` and `npm run dist` (they
 //   need Electron's binary, which cannot be downloaded here; test/electron covers the app), the interactive
-//   `claude` session (test/e2e/coding-agents.test.ts runs `claude -p` with the same two variables), and the
-//   Codex provider block (test/e2e/coding-agents.test.ts runs Codex with docs/integrations.md's config,
-//   which must contain this block as printed).
+//   `claude` session (test/e2e/coding-agents.test.ts runs `claude -p` with the same two variables),
+//   `npx svc engine build` (minutes of compiling that servers started beside it would wait for or run on:
+//   test/engine-build runs it alone, after `npm test`), and the Codex provider block
+//   (test/e2e/coding-agents.test.ts runs Codex with docs/integrations.md's config, which must contain this
+//   block as printed).
 // A block or line that is neither run nor listed here fails the test; a block without a language is a
 // listing (the project layout) and must hold no command. Commands quoted inline in the prose run too,
 // except the ones the test names with a reason (a command's bare name in a sentence, a usage pattern with a
@@ -81,6 +83,16 @@ const NOT_RUN: Array<{ match: RegExp; check: () => void }> = [
       expect(scripts.start).toMatch(/electron \.$/);
       expect(scripts.dist).toMatch(/electron-builder$/);
       expect(existsSync(join(ROOT, "test", "electron", "shell.test.ts"))).toBe(true);
+    },
+  },
+  {
+    // Minutes of compiling, and servers started beside it would run on the new binaries:
+    // test/engine-build runs it for real, alone, after `npm test` (.ci/run).
+    match: /^npx svc engine build$/,
+    check: () => {
+      expect(readFileSync(join(ROOT, ".ci", "run"), "utf8")).toMatch(/^npm run test:engine-build$/m);
+      const test = readFileSync(join(ROOT, "test", "engine-build", "engine-build.test.ts"), "utf8");
+      expect(test).toContain('runSvcAsync(["engine", "build"])');
     },
   },
   {
@@ -264,6 +276,8 @@ describe("README.md, every command and snippet as printed", () => {
         expect(Object.keys(scripts), span).toContain(script);
         const file = /tsx (bench\/[\w-]+\.ts)/.exec(scripts[script]!)?.[1] ?? /(bench\/[\w-]+\.ts)/.exec(scripts[script]!)?.[1];
         expect(file && existsSync(join(ROOT, file)), `${span}: ${scripts[script]}`).toBe(true);
+      } else if (NOT_RUN.some((n) => n.match.test(span))) {
+        NOT_RUN.find((n) => n.match.test(span))!.check();
       } else if (/^svc \w+$/.test(span)) {
         // A command's name in a sentence ("`svc serve` flags"), not something to type.
       } else if (/\b[A-Z][A-Z_]+\b/.test(span)) {

@@ -20,7 +20,11 @@ async function status(): Promise<number> {
     console.log("CPU: node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine.");
     return 0;
   }
-  for (const b of builds) console.log(`CPU: llama.cpp built on this machine${b.release ? ` (${b.release})` : ""}: ${b.folder}`);
+  for (const b of builds)
+    console.log(
+      `CPU: llama.cpp built on this machine${b.release ? ` (${b.release})` : ""}: ${b.folder}` +
+        (b.building ? "\n(being built again now: a server started meanwhile uses the prebuilt binaries)" : ""),
+    );
   return 0;
 }
 
@@ -54,6 +58,10 @@ async function build(): Promise<number> {
 }
 
 async function remove(): Promise<number> {
+  if ((await findEngineBuilds()).some((b) => b.building)) {
+    console.error("svc: a build is running (svc engine build); remove it once that has finished.");
+    return 1;
+  }
   const removed = await removeEngineBuilds();
   if (removed.length === 0) console.log("No llama.cpp build of `svc engine build` to remove; the server uses the prebuilt binaries.");
   for (const b of removed) console.log(`Removed ${b.folder}. The server uses the prebuilt binaries from its next start.`);
