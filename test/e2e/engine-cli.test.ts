@@ -29,7 +29,7 @@ describe("svc engine", () => {
     expect(await findEngineBuilds()).toEqual(before);
   });
 
-  it("while a build is being made, says so, and remove waits for it", async () => {
+  it("while a build is being made, says so, and remove refuses", async () => {
     // A build folder as node-llama-cpp leaves it mid-build: last build's metadata, its lock held (fresh).
     const folder = join(localBuildsDirectory(), "linux-x64-svc-test-building");
     mkdirSync(join(folder, "Release"), { recursive: true });
