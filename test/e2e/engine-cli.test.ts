@@ -1,6 +1,6 @@
 // `svc engine` as users run it, without building (the build itself: test/engine-build, `npm run
 // test:engine-build`): what it reports, what it says when the build tools are missing, wrong usage.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -23,6 +23,7 @@ describe("svc engine", () => {
     const bin = mkdtempSync(join(tmpdir(), "svc-path-"));
     symlinkSync(process.execPath, join(bin, "node"));
     const build = runSvc(["engine", "build"], { PATH: bin });
+    rmSync(bin, { recursive: true, force: true });
     expect(build.status).toBe(1);
     expect(build.stderr).toContain("the build needs cmake, a C++ compiler (g++ or clang++), make, git");
     expect(build.stderr).toContain("sudo apt-get install cmake build-essential git");
@@ -32,6 +33,7 @@ describe("svc engine", () => {
   it("while a build is being made, says so, and remove refuses", async () => {
     // A build folder as node-llama-cpp leaves it mid-build: last build's metadata, its lock held (fresh).
     const folder = join(localBuildsDirectory(), "linux-x64-svc-test-building");
+    const hadBuildsFolder = existsSync(localBuildsDirectory());
     mkdirSync(join(folder, "Release"), { recursive: true });
     try {
       writeFileSync(
@@ -47,6 +49,7 @@ describe("svc engine", () => {
     } finally {
       rmSync(folder, { recursive: true, force: true });
       rmSync(`${folder}.lock`, { recursive: true, force: true });
+      if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
     }
   });
 

@@ -70,7 +70,12 @@ export async function startSvc(options: { model?: string; dataDir?: string; args
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`svc did not start in time:\n${out}`)), 60_000);
+    // A server that never says it is ready is killed: left running, it would go on writing into a data
+    // dir the file's cleanup has already removed (and hold the machine's cores).
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`svc did not start in time:\n${out}`));
+    }, 60_000);
     const onData = () => {
       const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
       if (match) {
