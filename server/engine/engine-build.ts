@@ -126,7 +126,7 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
  * Compiles the build (minutes: about 7 on 2 cores) and loads it once to check it. Progress goes to stderr
  * (node-llama-cpp's and CMake's own logs). Throws when a tool is missing or the compilation fails.
  */
-export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null; systemInfo: string }> {
+export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null }> {
   const started = performance.now();
   const llama = await getLlama({
     gpu: false,
@@ -135,10 +135,9 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
     logLevel: LlamaLogLevel.warn,
     cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
   });
-  const systemInfo = llama.systemInfo;
   await llama.dispose();
   const [build] = await findEngineBuilds();
-  return { seconds: (performance.now() - started) / 1000, build: build ?? null, systemInfo };
+  return { seconds: (performance.now() - started) / 1000, build: build ?? null };
 }
 
 /** Deletes the builds of `svc engine build`; the server goes back to the prebuilt binaries on its next start. */

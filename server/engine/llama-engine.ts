@@ -143,7 +143,7 @@ async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["
  */
 async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, log?: LlamaEngineOptions["log"]): Promise<Llama | null> {
   try {
-    return await loadEngineBuild({ logLevel: options.logLevel, logger: options.logger });
+    return await loadEngineBuild(options);
   } catch (err) {
     log?.("warn", `The llama.cpp built on this machine (svc engine build) did not load (${(err as Error).message}); using the prebuilt binaries.`);
     return null;
