@@ -3,16 +3,20 @@
 // binaries. Not part of `npm test` (it takes 7 to 15 minutes on 2 cores and would put every other test
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { findEngineBuilds } from "../../server/engine/engine-build.js";
+import { existsSync, rmSync } from "node:fs";
+import { findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
 import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const hadBuild = (await findEngineBuilds()).length > 0;
+const hadBuildsFolder = existsSync(localBuildsDirectory());
 const servers: SvcServer[] = [];
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
   // Leave a developer's own build where it was.
   if (!hadBuild) runSvc(["engine", "remove"]);
+  // And the folder node-llama-cpp made for it, when there was none before.
+  if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
 });
 
 async function serveAndAsk(): Promise<{ build: string; content: string; log: string }> {
