@@ -62,3 +62,15 @@ export function ensureLlamaServer(log: (line: string) => void): string {
   writeFileSync(stamp, `${commit}\n`);
   return binary;
 }
+
+/** Another of llama.cpp's tools (llama-bench, llama-batched-bench) from the build ensureLlamaServer made. */
+export function ensurePeerTool(target: string, log: (line: string) => void): string {
+  ensureLlamaServer(log);
+  const build = join(PEER_CACHE, "build");
+  const binary = join(build, "bin", target);
+  if (!existsSync(binary)) {
+    log(`Building ${target} in ${build}`);
+    run("cmake", ["--build", build, "--target", target, "-j", String(availableParallelism())], ROOT);
+  }
+  return binary;
+}
