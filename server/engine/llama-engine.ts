@@ -41,7 +41,7 @@ import {
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
-import { applyThreadSplit, splitThreads, usesOpenMp } from "./thread-policy.js";
+import { applyThreadSplit, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
@@ -351,7 +351,8 @@ export class LlamaEngine implements Engine {
         kvCache = "f16";
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
-      const split = splitThreads(threads, availableParallelism(), usesOpenMp(llama.systemInfo));
+      const poolThreads = libuvPoolThreads();
+      const split = splitThreads(threads, availableParallelism(), usesOpenMp(llama.systemInfo), poolThreads);
       if (!applyThreadSplit(context, split))
         options.log?.("debug", `This node-llama-cpp does not let generation use fewer threads than prompts; all decodes use ${threads}.`);
       const sequences = plan.sequences;
@@ -389,7 +390,9 @@ export class LlamaEngine implements Engine {
         `Model ${info.name} loaded on ${gpu.backend}${gpu.devices.length ? ` (${gpu.devices.join(", ")})` : ""}` +
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
           `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s)` +
-          `${split.single !== split.batch ? ` (${split.single} for a lone sequence's steps)` : ""}, chat wrapper ${thinking.wrapperName}` +
+          `${split.single !== split.batch ? ` (${split.single} for a lone sequence's steps)` : ""}` +
+          `, decoding on ${poolThreads === 1 ? "one libuv pool thread" : `a libuv pool of ${poolThreads} threads`}` +
+          `, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       if (info.contextNote) options.log?.("warn", info.contextNote);

@@ -1,17 +1,27 @@
-// How many CPU threads each llama.cpp decode gets: all of them for batches (prompt text, or several
-// sequences' generation steps together), one core fewer for a lone sequence's generation step when the
-// threads would take every core.
+// How many CPU threads each llama.cpp decode gets, and on how many libuv pool threads the decodes run.
 //
-// Why: node-llama-cpp's prebuilt CPU binaries are built without OpenMP. Each decode with n > 1 threads
-// makes a throw-away ggml thread pool (starting n - 1 threads) whose threads wait for each other at every
-// operation by spinning, never sleeping. A one-token step is hundreds of such barriers in a few
-// milliseconds; when another thread wants one of the cores (our JavaScript thread handling the token just
-// made, or any other process), a spinning thread holds it while the one it waits for is off the CPU.
-// Measured on 2 cores, 2 threads generated one stream 3 to 13 times slower than 1 (docs/performance.md).
-// A prompt batch is long enough per barrier for the threads to pay off, and so, since each token's decode
-// is queued ahead of its delivery (step-loop.ts), is a step of several sequences: 4 streams on 2 cores
-// made 307 to 370 tokens/s with 2 threads against 267 to 283 with 1, 3 streams 312 and 340 against 223
-// and 230, 2 streams about the same either way (bench:peer, alternated runs).
+// The pool first. node-llama-cpp runs each decode and each sampling as a job on libuv's thread pool (4
+// threads unless UV_THREADPOOL_SIZE says otherwise), and each job goes to whichever pool thread has waited
+// longest, so a generation's decodes hop from one pool thread to the next. With n > 1 threads each decode
+// also starts n - 1 ggml threads of its own (node-llama-cpp's CPU binaries have no OpenMP and attach no
+// thread pool), and a decode started from a pool thread other than the last one's ran at about half speed
+// with 2 threads on 2 cores: 4 sequences' steps took 10 to 14 ms instead of 6.5, with nothing else
+// running. With one pool thread (or the other three held busy) the same decodes took 6.5 to 7.2 ms, as
+// fast as the same libraries driven from one thread (bench:native-loop). So the `svc` command sets
+// UV_THREADPOOL_SIZE=1 unless the user set it (bin/svc.js, before the pool starts): every decode then runs
+// on the same thread. The desktop app does not yet: its main process is an ES module, and Node's module
+// loader starts the pool before any of its code runs. The cost: other pool work (file reads and writes,
+// password hashing, image decoding) waits for the decode running, a few milliseconds while generating,
+// one prompt batch while a prompt is read. docs/performance.md, section 9, has the measurements.
+//
+// Then the threads. Each decode's ggml threads meet at every operation in a barrier that spins, never
+// sleeps; when another thread wants one of the cores (the JavaScript thread handling the token just made,
+// or any other process), a spinning thread holds it while the one it waits for is off the CPU. With the
+// decodes hopping between pool threads, 2 threads generated one stream 3 to 13 times slower than 1 on 2
+// cores, so a lone sequence's step kept one core fewer; with one pool thread 2 threads generate it faster
+// than 1 (bench:peer threads 2, single stream 0.86 to 0.91 of llama-server against 0.66), and the split
+// applies only where the pool has more threads. Prompt batches and steps of several sequences use all
+// threads either way.
 //
 // node-llama-cpp sets one thread count per context; the count for each decode is applied here, just
 // before the decode, through its context binding (the `_ctx` object its LlamaContext drives). Without that
@@ -25,13 +35,23 @@ export interface ThreadSplit {
   single: number;
 }
 
+/** libuv's pool size when UV_THREADPOOL_SIZE does not set one. */
+export const LIBUV_DEFAULT_POOL_THREADS = 4;
+
+/** The libuv pool's size as this process's environment sets it (libuv reads it once, at the pool's first job). */
+export function libuvPoolThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number.parseInt((env.UV_THREADPOOL_SIZE ?? "").trim(), 10);
+  return Number.isFinite(n) && n > 0 ? Math.min(n, 1024) : LIBUV_DEFAULT_POOL_THREADS;
+}
+
 /**
  * One core is left to the JavaScript thread while a lone sequence generates, when the threads would take
- * them all and the binary's thread pool spins (no OpenMP). A build with OpenMP (llama-server's default, or
- * node-llama-cpp's default local build) keeps its threads, whose waits end in sleep rather than spinning.
+ * them all, the binary's threads spin (no OpenMP) and the decodes hop between pool threads (a pool of more
+ * than one). A build with OpenMP (llama-server's default, or node-llama-cpp's default local build) keeps
+ * its threads, whose waits end in sleep rather than spinning; so does a pool of one thread.
  */
-export function splitThreads(threads: number, cores: number, openMp = false): ThreadSplit {
-  const single = !openMp && threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
+export function splitThreads(threads: number, cores: number, openMp = false, poolThreads = LIBUV_DEFAULT_POOL_THREADS): ThreadSplit {
+  const single = !openMp && poolThreads > 1 && threads >= cores && cores > 1 ? Math.max(1, cores - 1) : threads;
   return { batch: threads, single: Math.min(threads, single) };
 }
 

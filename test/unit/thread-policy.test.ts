@@ -1,6 +1,6 @@
 import type { LlamaContext } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { applyThreadSplit, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
+import { applyThreadSplit, libuvPoolThreads, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
@@ -15,10 +15,24 @@ describe("splitThreads", () => {
     expect(usesOpenMp("CPU : AVX2 = 1 | LLAMAFILE = 1 | REPACK = 1 |")).toBe(false);
   });
 
+  it("keeps every thread when the decodes all run on one libuv pool thread", () => {
+    expect(splitThreads(2, 2, false, 1)).toEqual({ batch: 2, single: 2 });
+    expect(splitThreads(8, 8, false, 1)).toEqual({ batch: 8, single: 8 });
+    expect(splitThreads(2, 2, false, 2)).toEqual({ batch: 2, single: 1 });
+  });
+
   it("changes nothing when a core is free anyway", () => {
     expect(splitThreads(1, 2)).toEqual({ batch: 1, single: 1 });
     expect(splitThreads(4, 8)).toEqual({ batch: 4, single: 4 });
     expect(splitThreads(1, 1)).toEqual({ batch: 1, single: 1 });
+  });
+});
+
+describe("the libuv pool size", () => {
+  it("reads as libuv does: a positive count, at most 1024, otherwise the default of 4", () => {
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "0" })).toBe(4);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "lots" })).toBe(4);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "5000" })).toBe(1024);
   });
 });
 

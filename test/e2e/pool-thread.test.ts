@@ -1,0 +1,58 @@
+// The `svc` command gives the engine one libuv pool thread (server/engine/thread-policy.ts): what its log
+// says, that a size the user set is kept (and brings back the lone-step thread split), and that answers
+// are the same either way, for one stream and for two generating together with threads on every core.
+import { availableParallelism } from "node:os";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+
+const cores = availableParallelism();
+const servers: Array<{ server: SvcServer; key: string }> = [];
+
+async function start(env: NodeJS.ProcessEnv) {
+  const dataDir = tempDataDir();
+  const key = createKey(dataDir);
+  const server = await startSvc({
+    model: inject("tinyModelPath"),
+    dataDir,
+    args: ["--sequences", "2", "--context-size", "2048"],
+    env: { SVC_THREADS: String(cores), SVC_LOG_LEVEL: "info", ...env },
+  });
+  servers.push({ server, key });
+  return { server, openai: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key }) };
+}
+
+let onePool: Awaited<ReturnType<typeof start>>;
+let fourPool: Awaited<ReturnType<typeof start>>;
+
+beforeAll(async () => {
+  onePool = await start({});
+  fourPool = await start({ UV_THREADPOOL_SIZE: "4" });
+});
+afterAll(async () => {
+  for (const { server } of servers) expect(await server.stop()).toBe(0);
+});
+
+const ask = (openai: OpenAI, content: string) =>
+  openai.chat.completions
+    .create({ model: "svc", messages: [{ role: "user", content }], reasoning_effort: "none", temperature: 0, max_tokens: 24 })
+    .then((r) => r.choices[0]!.message.content);
+
+describe("the engine's libuv pool", () => {
+  it("is one thread unless UV_THREADPOOL_SIZE is set, and the log says so", () => {
+    const loaded = (s: SvcServer) => s.output().split("\n").find((l) => l.includes("loaded on"))!;
+    expect(loaded(onePool.server)).toContain(`${cores} thread(s), decoding on one libuv pool thread`);
+    expect(loaded(onePool.server)).not.toContain("for a lone sequence's steps");
+    expect(loaded(fourPool.server)).toContain("decoding on a libuv pool of 4 threads");
+    if (cores > 1) expect(loaded(fourPool.server)).toContain(`${cores} thread(s) (${cores - 1} for a lone sequence's steps)`);
+  });
+
+  it("gives the same greedy answers, alone and with two streams generating together", async () => {
+    const prompts = ["Name three colors.", "Count from one to five."];
+    const alone = await ask(onePool.openai, prompts[0]!);
+    expect(alone).toBeTruthy();
+    expect(await ask(fourPool.openai, prompts[0]!)).toBe(alone);
+    const together = await Promise.all(prompts.map((p) => ask(onePool.openai, p)));
+    expect(together).toEqual(await Promise.all(prompts.map((p) => ask(fourPool.openai, p))));
+  });
+});
