@@ -21,7 +21,8 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import koffi from "koffi";
-import { ensureLlamaServer, ensurePeerTool, PEER_CACHE } from "./llama-server-build.js";
+import { median } from "./common.js";
+import { ensurePeerTool, PEER_CACHE } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
 
 const { values } = parseArgs({
@@ -40,10 +41,6 @@ const sequences = Number(values.sequences);
 const threadCounts = [...new Set((values.threads ?? `1,${availableParallelism()}`).split(",").map((s) => Number(s.trim())))];
 const PROMPT = 16;
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 if (process.platform !== "linux" || process.arch !== "x64") {
   log("bench:native-loop runs on Linux x64 only.");
@@ -71,7 +68,7 @@ function library(dir: string, prefix: string): string {
 const MODEL_PARAMS_SIZE = 80;
 const MODEL_N_GPU_LAYERS = 16;
 const CONTEXT_PARAMS_SIZE = 160;
-const CTX = { nCtx: 0, nBatch: 4, nUbatch: 8, nSeqMax: 12, nThreads: 28, nThreadsBatch: 32 } as const;
+const CTX = { nCtx: 0, nBatch: 4, nUbatch: 8, nSeqMax: 12 } as const;
 koffi.struct("ModelParams", { raw: koffi.array("uint8_t", MODEL_PARAMS_SIZE) });
 koffi.struct("ContextParams", { raw: koffi.array("uint8_t", CONTEXT_PARAMS_SIZE) });
 koffi.struct("Batch", { n_tokens: "int32_t", token: "void*", embd: "void*", pos: "void*", n_seq_id: "void*", seq_id: "void*", logits: "void*" });
@@ -91,7 +88,7 @@ class NativeLoop {
   private readonly sampler: unknown;
   private readonly memory: unknown;
 
-  constructor(bins: string, model: string, threads: number, maxSequences: number) {
+  constructor(bins: string, model: string, maxSequences: number) {
     koffi.load(library(bins, "libggml-base"));
     const ggml = koffi.load(library(bins, "libggml.v"));
     const llama = koffi.load(library(bins, "libllama.v"));
@@ -109,6 +106,7 @@ class NativeLoop {
       getMemory: llama.func("void* llama_get_memory(void*)"),
       clear: llama.func("void llama_memory_clear(void*, bool)"),
       logSet: llama.func("void llama_log_set(LogCallback*, void*)"),
+      setThreads: llama.func("void llama_set_n_threads(void*, int32_t, int32_t)"),
     };
     const f = this.f;
     f.logSet(quiet, null);
@@ -126,8 +124,6 @@ class NativeLoop {
     contextParams.writeUInt32LE((tokens + PROMPT + 8) * maxSequences, CTX.nCtx);
     contextParams.writeUInt32LE(512, CTX.nBatch);
     contextParams.writeUInt32LE(maxSequences, CTX.nSeqMax);
-    contextParams.writeInt32LE(threads, CTX.nThreads);
-    contextParams.writeInt32LE(threads, CTX.nThreadsBatch);
     this.ctx = f.initContext(loaded, { raw: [...contextParams] });
     if (!this.ctx) throw new Error("llama.cpp could not create the context");
     this.memory = f.getMemory(this.ctx);
@@ -139,6 +135,11 @@ class NativeLoop {
     this.seqIds = (koffi.decode(this.batch.seq_id as never, koffi.array("void*", 512)) as unknown[]).map((p) => new Int32Array(view(p, 4)));
     this.outputs = new Int8Array(view(this.batch.logits, 512));
     this.sampler = f.greedy();
+  }
+
+  /** Threads for every decode from now on (no thread pool is attached: each decode starts its own). */
+  setThreads(threads: number): void {
+    this.f.setThreads(this.ctx, threads, threads);
   }
 
   private decode(entries: Array<[token: number, pos: number, seq: number, output: boolean]>): void {
@@ -173,28 +174,36 @@ class NativeLoop {
 // ---------------------------------------------------------------------------------------------------------
 // llama.cpp's own tool
 
+/**
+ * llama-batched-bench's rows for one and for `sequences` sequences. It prints through llama.cpp's log
+ * thread, which at exit sometimes drops the last line (seen: the 4-sequence row missing, exit status 0),
+ * so a third, short-lived row goes last and is not read.
+ */
 function batchedBench(tool: string, model: string, threads: number): { single: number; several: number } {
-  const args = ["-m", model, "-c", String((tokens + PROMPT + 8) * sequences), "-npp", String(PROMPT), "-ntg", String(tokens), "-npl", `1,${sequences}`, "-t", String(threads), "-tb", String(threads), "--output-format", "jsonl"];
+  const args = ["-m", model, "-c", String((tokens + PROMPT + 8) * sequences), "-npp", String(PROMPT), "-ntg", String(tokens), "-npl", `1,${sequences},1`, "-t", String(threads), "-tb", String(threads), "--output-format", "jsonl"];
   const result = spawnSync(tool, args, { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 });
   if (result.status !== 0) throw new Error(`llama-batched-bench failed: ${result.stderr.slice(-2000)}`);
   const rows = result.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { pl: number; speed_tg: number });
-  const speed = (pl: number) => rows.find((r) => r.pl === pl)?.speed_tg ?? NaN;
+  const speed = (pl: number) => {
+    const row = rows.find((r) => r.pl === pl);
+    if (!row) throw new Error(`llama-batched-bench printed no row for ${pl} sequence(s); its output:\n${result.stdout.slice(-3000)}`);
+    return row.speed_tg;
+  };
   return { single: speed(1), several: speed(sequences) };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 
 const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
-ensureLlamaServer(log);
 const tool = ensurePeerTool("llama-batched-bench", log);
 const bins = values.bins ?? (await shippedBins());
 if (!existsSync(bins)) throw new Error(`no libraries in ${bins}`);
 log(`model ${model}; libraries ${bins}; ${tokens} tokens, ${sequences} sequences, ${rounds} rounds`);
 
+const loop = new NativeLoop(bins, model, sequences);
 const table: string[] = [];
 for (const threads of threadCounts) {
-  // A context per thread count: llama.cpp takes the count at creation (no thread pool is attached).
-  const loop = new NativeLoop(bins, model, threads, sequences);
+  loop.setThreads(threads);
   const ours = { single: [] as number[], several: [] as number[] };
   const peer = { single: [] as number[], several: [] as number[] };
   for (let round = 0; round < rounds; round++) {
