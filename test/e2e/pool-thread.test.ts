@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const cores = availableParallelism();
-const servers: Array<{ server: SvcServer; key: string }> = [];
+const servers: SvcServer[] = [];
 
 async function start(env: NodeJS.ProcessEnv) {
   const dataDir = tempDataDir();
@@ -18,7 +18,7 @@ async function start(env: NodeJS.ProcessEnv) {
     args: ["--sequences", "2", "--context-size", "2048"],
     env: { SVC_THREADS: String(cores), SVC_LOG_LEVEL: "info", ...env },
   });
-  servers.push({ server, key });
+  servers.push(server);
   return { server, openai: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key }) };
 }
 
@@ -30,7 +30,7 @@ beforeAll(async () => {
   fourPool = await start({ UV_THREADPOOL_SIZE: "4" });
 });
 afterAll(async () => {
-  for (const { server } of servers) expect(await server.stop()).toBe(0);
+  for (const server of servers) expect(await server.stop()).toBe(0);
 });
 
 const ask = (openai: OpenAI, content: string) =>
