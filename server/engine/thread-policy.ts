@@ -5,7 +5,7 @@
 // longest, so a generation's decodes hop from one pool thread to the next. With n > 1 threads each decode
 // also starts n - 1 ggml threads of its own (node-llama-cpp's CPU binaries have no OpenMP and attach no
 // thread pool), and a decode started from a pool thread other than the last one's ran at about half speed
-// with 2 threads on 2 cores: 4 sequences' steps took 10 to 14 ms instead of 6.5, with nothing else
+// with 2 threads on 2 cores: 4 sequences' steps took 10 to 16 ms instead of 6.5, with nothing else
 // running. With one pool thread (or the other three held busy) the same decodes took 6.5 to 7.2 ms, as
 // fast as the same libraries driven from one thread (bench:native-loop). So the `svc` command sets
 // UV_THREADPOOL_SIZE=1 unless the user set it (bin/svc.js, before the pool starts): every decode then runs
@@ -19,8 +19,8 @@
 // or any other process), a spinning thread holds it while the one it waits for is off the CPU. With the
 // decodes hopping between pool threads, 2 threads generated one stream 3 to 13 times slower than 1 on 2
 // cores, so a lone sequence's step kept one core fewer; with one pool thread 2 threads generate it faster
-// than 1 (bench:peer threads 2, single stream 0.86 to 0.91 of llama-server against 0.66), and the split
-// applies only where the pool has more threads. Prompt batches and steps of several sequences use all
+// than 1 (bench:peer threads 2, single stream 0.86 to 0.91 of llama-server against 0.61 to 0.68), and
+// the split applies only where the pool has more threads. Prompt batches and steps of several sequences use all
 // threads either way.
 //
 // node-llama-cpp sets one thread count per context; the count for each decode is applied here, just
