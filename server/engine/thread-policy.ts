@@ -38,10 +38,22 @@ export interface ThreadSplit {
 /** libuv's pool size when UV_THREADPOOL_SIZE does not set one. */
 export const LIBUV_DEFAULT_POOL_THREADS = 4;
 
-/** The libuv pool's size as this process's environment sets it (libuv reads it once, at the pool's first job). */
+/** libuv's cap on the pool. */
+const LIBUV_MAX_POOL_THREADS = 1024;
+
+/**
+ * The libuv pool's size as this process's environment sets it (libuv reads it once, at the pool's first
+ * job), read as libuv reads it: C's `atoi` into an unsigned count, so a value that is set but not a number
+ * ("", "0", "lots") gives one thread and a negative one wraps around to the cap (counted on Linux: "0" and
+ * "lots" start one pool thread, "-3" 1024, "3x" three).
+ */
 export function libuvPoolThreads(env: NodeJS.ProcessEnv = process.env): number {
-  const n = Number.parseInt((env.UV_THREADPOOL_SIZE ?? "").trim(), 10);
-  return Number.isFinite(n) && n > 0 ? Math.min(n, 1024) : LIBUV_DEFAULT_POOL_THREADS;
+  const value = env.UV_THREADPOOL_SIZE;
+  if (value === undefined) return LIBUV_DEFAULT_POOL_THREADS;
+  const digits = /^[\t\n\v\f\r ]*([+-]?)(\d*)/.exec(value)!;
+  const n = Number(digits[2] || "0");
+  if (n === 0) return 1;
+  return digits[1] === "-" ? LIBUV_MAX_POOL_THREADS : Math.min(n, LIBUV_MAX_POOL_THREADS);
 }
 
 /**

@@ -1,3 +1,8 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { LlamaContext } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { applyThreadSplit, libuvPoolThreads, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
@@ -29,10 +34,62 @@ describe("splitThreads", () => {
 });
 
 describe("the libuv pool size", () => {
-  it("reads as libuv does: a positive count, at most 1024, otherwise the default of 4", () => {
-    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "0" })).toBe(4);
-    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "lots" })).toBe(4);
+  it("reads as libuv does: 4 when unset, C's atoi otherwise, 0 meaning 1 and at most 1024", () => {
+    expect(libuvPoolThreads({})).toBe(4);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "1" })).toBe(1);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: " 2" })).toBe(2);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "3x" })).toBe(3);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "0" })).toBe(1);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "" })).toBe(1);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "lots" })).toBe(1);
     expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "5000" })).toBe(1024);
+    expect(libuvPoolThreads({ UV_THREADPOOL_SIZE: "-3" })).toBe(1024);
+  });
+
+  it("agrees with the pool this Node starts (Linux: its threads counted in /proc)", async () => {
+    if (process.platform !== "linux") return;
+    const probe = [
+      'const fs = require("fs");',
+      "fs.readFile(__filename, () => console.log(fs.readdirSync('/proc/self/task').length));",
+    ].join("\n");
+    const dir = mkdtempSync(join(tmpdir(), "svc-test-pool-"));
+    try {
+      const file = join(dir, "probe.cjs");
+      writeFileSync(file, probe);
+      const threads = (value: string | undefined) => {
+        const env = { ...process.env };
+        if (value === undefined) delete env.UV_THREADPOOL_SIZE;
+        else env.UV_THREADPOOL_SIZE = value;
+        return Number(execFileSync(process.execPath, [file], { env, encoding: "utf8" }).trim());
+      };
+      // Node's own threads are the same in every run; the pool's are the difference.
+      const base = threads("1") - 1;
+      for (const value of [undefined, "0", "lots", "3x", " 2"]) expect(threads(value) - base, String(value)).toBe(libuvPoolThreads(value === undefined ? {} : { UV_THREADPOOL_SIZE: value }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the svc command's pool (bin/libuv-pool.js)", () => {
+  const { useOnePoolThread } = createRequire(import.meta.url)("../../bin/libuv-pool.js") as {
+    useOnePoolThread(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): boolean;
+  };
+
+  it("asks for one pool thread unless the user set a size", () => {
+    const env: NodeJS.ProcessEnv = {};
+    expect(useOnePoolThread(env, "linux")).toBe(true);
+    expect(env.UV_THREADPOOL_SIZE).toBe("1");
+    const mine: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: "4" };
+    expect(useOnePoolThread(mine, "darwin")).toBe(false);
+    expect(mine.UV_THREADPOOL_SIZE).toBe("4");
+  });
+
+  it("leaves Windows alone, where a size set from inside the process does not reach libuv", () => {
+    const env: NodeJS.ProcessEnv = {};
+    expect(useOnePoolThread(env, "win32")).toBe(false);
+    expect(env.UV_THREADPOOL_SIZE).toBeUndefined();
+    expect(libuvPoolThreads(env)).toBe(4);
   });
 });
 
