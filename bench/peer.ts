@@ -5,6 +5,10 @@
 //
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
+//                             [--busy PERCENT]
+// --busy runs another process for the whole run that keeps one core busy that share of the time (busy
+// 10 ms out of every 10 / PERCENT × 100 ms; 100: all the time): the browser or build a user's laptop runs
+// beside the server, and what spinning threads do then.
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,6 +36,7 @@ const { values } = parseArgs({
     svc: { type: "string" },
     json: { type: "string" },
     only: { type: "string" },
+    busy: { type: "string" },
   },
 });
 const rounds = Number(values.rounds);
@@ -44,6 +49,16 @@ const threadCounts = [
   ...new Set((values.threads ?? `1,${defaultThreads()},${availableParallelism()}`).split(",").map((s) => Number(s.trim()))),
 ];
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
+if (!(busyPercent >= 0 && busyPercent <= 100)) throw new Error(`--busy takes a percentage from 0 to 100, not ${values.busy}`);
+
+/** The competing process of --busy: a spin of 10 ms, then a sleep that makes the duty cycle. */
+function startBusy(percent: number): ChildProcess | null {
+  if (percent === 0) return null;
+  const idleMs = percent >= 100 ? 0 : Math.round((10 * (100 - percent)) / percent);
+  const code = `const tick = () => { const end = performance.now() + 10; while (performance.now() < end); ${idleMs > 0 ? `setTimeout(tick, ${idleMs})` : "setImmediate(tick)"}; }; tick();`;
+  return spawn(process.execPath, ["-e", code], { stdio: "ignore" });
+}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -414,10 +429,16 @@ const binary = values["llama-server"] ?? ensureLlamaServer(log);
 const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
 const cpu = cpus()[0]?.model ?? "unknown CPU";
 log(`llama-server ${binary}\nmodel ${model}\n${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens} tokens; ${slots} slots of ${contextSize}`);
+const busy = startBusy(busyPercent);
+process.on("exit", () => busy?.kill());
 const results: Result[] = [];
-for (const threads of threadCounts) results.push(await measureThreads(binary, model, threads));
+try {
+  for (const threads of threadCounts) results.push(await measureThreads(binary, model, threads));
+} finally {
+  busy?.kill();
+}
 const text = report(results);
-console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()}; ours on node-llama-cpp's ${[...new Set(results.map((r) => (r.build === "local" ? "local build" : `${r.build} binaries`)))].join(", ")}\n`);
+console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on node-llama-cpp's ${[...new Set(results.map((r) => (r.build === "local" ? "local build" : `${r.build} binaries`)))].join(", ")}\n`);
 console.log(text);
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));
 streamAgent.destroy();

@@ -32,10 +32,12 @@ export function threadCandidates(cores: number): number[] {
 export type Offload = "none" | "partial" | "full";
 
 /**
- * CPU threads for generation. Measured on a 2-core machine: 4 threads (the library's default) made generation
- * 130 to 400 times slower than 1, because busy-waiting threads fight over the cores; 2 threads were 8 to 13
- * times slower (docs/configuration.md has the figures). So a core is always left free, and hyper-threads are not counted (half the logical cores). With every
- * layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
+ * CPU threads for generation. On a 2-core machine: 4 threads (the library's default) made generation 130 to
+ * 400 times slower than 1, because busy-waiting threads fight over the cores. 2 threads are faster than 1
+ * on a quiet machine when `svc` decodes on one libuv pool thread, but with another process busy on one
+ * core they generated a lone answer 8 times slower (docs/performance.md, section 10), so 1 and 2 cores get
+ * 1 thread. Above that a core is always left free, and hyper-threads are not counted (half the logical
+ * cores). With every layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
  */
 export function chooseThreads(input: { cores: number; offload?: Offload }): number {
   const cores = Number.isFinite(input.cores) ? Math.max(1, Math.floor(input.cores)) : 1;
