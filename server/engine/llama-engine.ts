@@ -41,7 +41,7 @@ import {
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
-import { applyThreadSplit, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
+import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
@@ -352,9 +352,17 @@ export class LlamaEngine implements Engine {
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
       const poolThreads = libuvPoolThreads();
-      const split = splitThreads(threads, availableParallelism(), usesOpenMp(llama.systemInfo), poolThreads);
-      if (!applyThreadSplit(context, split))
-        options.log?.("debug", `This node-llama-cpp does not let generation use fewer threads than prompts; all decodes use ${threads}.`);
+      const cores = availableParallelism();
+      const split = splitThreads(threads, cores, usesOpenMp(llama.systemInfo), poolThreads);
+      const capped = threads > 1;
+      const applied = applyThreadSplit(context, split, {
+        cores,
+        contention: capped ? new CoreContention() : undefined,
+        onCapChange: (from, to, others) =>
+          options.log?.("debug", `Other processes keep ${others.toFixed(1)} of ${cores} cores busy: decoding with ${to} thread(s) instead of ${from}.`),
+      });
+      if (!applied)
+        options.log?.("debug", `This node-llama-cpp does not let the threads change per decode; all decodes use ${threads}.`);
       const sequences = plan.sequences;
       const thinking = resolveChatWrapper(model);
       // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
@@ -391,6 +399,7 @@ export class LlamaEngine implements Engine {
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
           `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s)` +
           `${split.single !== split.batch ? ` (${split.single} for a lone sequence's steps)` : ""}` +
+          `${capped && applied ? ", fewer while other processes keep cores busy" : ""}` +
           `, decoding on ${poolThreads === 1 ? "one libuv pool thread" : `a libuv pool of ${poolThreads} threads`}` +
           `, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,

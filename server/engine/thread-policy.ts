@@ -26,6 +26,14 @@
 // node-llama-cpp sets one thread count per context; the count for each decode is applied here, just
 // before the decode, through its context binding (the `_ctx` object its LlamaContext drives). Without that
 // object (another node-llama-cpp version), nothing is changed and every decode uses the context's threads.
+//
+// Last, other processes. ggml's threads wait for each other at every operation by spinning; when another
+// process keeps one of the cores busy, the thread that is off the CPU holds all the others up. With a
+// process busy on one of 2 cores all the time, 2 threads generated a lone answer 8 times slower than 1
+// (docs/performance.md, section 10). So the count for each decode is also capped at the cores that other
+// processes leave free, measured over the last quarter second from the machine's CPU times less this
+// process's own (`CoreContention`).
+import { cpus } from "node:os";
 import type { LlamaContext } from "node-llama-cpp";
 
 export interface ThreadSplit {
@@ -90,16 +98,88 @@ function isBinding(value: unknown): value is ContextBinding {
   );
 }
 
+/** CPU time in milliseconds: the machine's busy time over all its cores, and this process's own. */
+export interface CpuClock {
+  /** Milliseconds since some fixed point. */
+  now(): number;
+  /** Busy (not idle) time of every core together. */
+  machineBusyMs(): number;
+  /** This process's CPU time, all its threads. */
+  ownMs(): number;
+}
+
+export const systemCpuClock: CpuClock = {
+  now: () => performance.now(),
+  machineBusyMs: () => cpus().reduce((sum, c) => sum + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0),
+  ownMs: () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  },
+};
+
 /**
- * Applies the split to every decode of the context. Returns false (and changes nothing) when this
- * node-llama-cpp does not expose its context binding the way this relies on.
+ * How many cores other processes keep busy, measured over windows of `windowMs`: the machine's busy time
+ * less this process's, divided by the window. Read when a decode starts (no timer): a reading older than
+ * a window starts the next one, and the count for decodes comes from the last finished window. After an
+ * idle gap longer than a few windows, the old reading no longer counts.
  */
-export function applyThreadSplit(context: LlamaContext, split: ThreadSplit): boolean {
-  if (split.batch === split.single) return true;
+export class CoreContention {
+  private start: { at: number; machine: number; own: number } | null = null;
+  private last: { at: number; others: number } | null = null;
+
+  constructor(
+    private readonly clock: CpuClock = systemCpuClock,
+    private readonly windowMs = 250,
+  ) {}
+
+  /** Cores busy with other processes' work (0 when not known yet). */
+  othersBusy(): number {
+    const at = this.clock.now();
+    if (this.start === null || at - this.start.at > 4 * this.windowMs) {
+      // First reading, or after an idle gap: what happened meanwhile says little about now.
+      if (this.start !== null && at - this.start.at > 4 * this.windowMs) this.last = null;
+      this.start = { at, machine: this.clock.machineBusyMs(), own: this.clock.ownMs() };
+    } else if (at - this.start.at >= this.windowMs) {
+      const machine = this.clock.machineBusyMs();
+      const own = this.clock.ownMs();
+      const others = Math.max(0, machine - this.start.machine - (own - this.start.own)) / (at - this.start.at);
+      this.last = { at, others };
+      this.start = { at, machine, own };
+    }
+    return this.last?.others ?? 0;
+  }
+
+  /** `threads`, capped at the cores other processes leave (at least 1); a core counts as taken from half busy. */
+  cap(threads: number, cores: number): number {
+    if (threads <= 1) return threads;
+    const taken = Math.round(this.othersBusy());
+    return Math.max(1, Math.min(threads, cores - taken));
+  }
+}
+
+export interface ThreadPolicyOptions {
+  /** Caps each decode's threads at the cores other processes leave free. */
+  contention?: CoreContention;
+  /** Logical cores of the machine. */
+  cores?: number;
+  /** Told when the capped count changes (from, to, cores busy with other processes). */
+  onCapChange?: (from: number, to: number, othersBusy: number) => void;
+}
+
+/**
+ * Applies the split to every decode of the context, and the cap for other processes' load when
+ * `options.contention` is given. Returns false (and changes nothing) when this node-llama-cpp does not
+ * expose its context binding the way this relies on.
+ */
+export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, options: ThreadPolicyOptions = {}): boolean {
+  const { contention, cores = 1, onCapChange } = options;
+  const capped = contention !== undefined && split.batch > 1;
+  if (split.batch === split.single && !capped) return true;
   const holder = context as unknown as { _ctx?: unknown };
   const binding = holder._ctx;
   if (!isBinding(binding)) return false;
   let tokensInBatch = 0;
+  let lastCap = split.batch;
   const overrides: Partial<ContextBinding> = {
     initBatch(size) {
       tokensInBatch = 0;
@@ -114,7 +194,16 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit): boo
       return undefined;
     },
     decodeBatch() {
-      binding.setThreads(tokensInBatch > 1 ? split.batch : split.single);
+      let threads = tokensInBatch > 1 ? split.batch : split.single;
+      if (capped) {
+        const cap = contention.cap(split.batch, cores);
+        if (cap !== lastCap) {
+          onCapChange?.(lastCap, cap, contention.othersBusy());
+          lastCap = cap;
+        }
+        threads = Math.min(threads, cap);
+      }
+      binding.setThreads(threads);
       return binding.decodeBatch();
     },
   };

@@ -1,6 +1,8 @@
 // The `svc` command gives the engine one libuv pool thread (server/engine/thread-policy.ts): what its log
 // says, that a size the user set is kept (and brings back the lone-step thread split), and that answers
-// are the same either way, for one stream and for two generating together with threads on every core.
+// are the same either way, for one stream and for two generating together with threads on every core; and
+// that the threads back off while another process keeps a core busy.
+import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -41,7 +43,7 @@ const ask = (openai: OpenAI, content: string) =>
 describe("the engine's libuv pool", () => {
   it("is one thread unless UV_THREADPOOL_SIZE is set, and the log says so", () => {
     const loaded = (s: SvcServer) => s.output().split("\n").find((l) => l.includes("loaded on"))!;
-    expect(loaded(onePool.server)).toContain(`${cores} thread(s), decoding on one libuv pool thread`);
+    expect(loaded(onePool.server)).toContain(`${cores} thread(s)${cores > 1 ? ", fewer while other processes keep cores busy" : ""}, decoding on one libuv pool thread`);
     expect(loaded(onePool.server)).not.toContain("for a lone sequence's steps");
     expect(loaded(fourPool.server)).toContain("decoding on a libuv pool of 4 threads");
     if (cores > 1) expect(loaded(fourPool.server)).toContain(`${cores} thread(s) (${cores - 1} for a lone sequence's steps)`);
@@ -54,5 +56,26 @@ describe("the engine's libuv pool", () => {
     expect(await ask(fourPool.openai, prompts[0]!)).toBe(alone);
     const together = await Promise.all(prompts.map((p) => ask(onePool.openai, p)));
     expect(together).toEqual(await Promise.all(prompts.map((p) => ask(fourPool.openai, p))));
+  });
+});
+
+describe("threads on every core, with another process busy", () => {
+  it.skipIf(cores < 2)("decode with fewer threads while it keeps a core busy, and the debug log says so", async () => {
+    const { server, openai } = await start({ SVC_LOG_LEVEL: "debug" });
+    const spinner = spawn(process.execPath, ["-e", "for (;;);"], { stdio: "ignore" });
+    try {
+      const backedOff = () => /Other processes keep [\d.]+ of \d+ cores busy: decoding with (\d+) thread\(s\) instead of (\d+)\./.exec(server.output());
+      // Generate until the cap shows (a quarter second's reading, taken while decodes run), for at most 20 s.
+      const until = Date.now() + 20_000;
+      while (!backedOff() && Date.now() < until) {
+        await openai.chat.completions.create({ model: "svc", messages: [{ role: "user", content: "Tell a long story." }], reasoning_effort: "none", max_tokens: 200 });
+      }
+      const found = backedOff();
+      expect(found, server.output().slice(-2000)).not.toBeNull();
+      expect(Number(found![1])).toBeLessThan(cores);
+      expect(Number(found![2])).toBe(cores);
+    } finally {
+      spinner.kill();
+    }
   });
 });

@@ -1,11 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContext } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { applyThreadSplit, libuvPoolThreads, splitThreads, usesOpenMp } from "../../server/engine/thread-policy.js";
+import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, systemCpuClock, usesOpenMp, type CpuClock } from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
@@ -140,5 +140,104 @@ describe("applyThreadSplit", () => {
     const context = { _ctx: { decodeBatch: async () => undefined } };
     expect(applyThreadSplit(context as unknown as LlamaContext, { batch: 2, single: 1 })).toBe(false);
     expect(Object.keys(context._ctx)).toEqual(["decodeBatch"]);
+  });
+});
+
+/** A CPU clock driven by the test: time passes, this process and the others use CPU. */
+function fakeClock() {
+  let at = 0;
+  let machine = 0;
+  let own = 0;
+  const clock: CpuClock = { now: () => at, machineBusyMs: () => machine, ownMs: () => own };
+  /** `ms` pass with this process on `ownCores` cores and other processes on `otherCores`. */
+  const pass = (ms: number, ownCores: number, otherCores: number) => {
+    at += ms;
+    own += ms * ownCores;
+    machine += ms * (ownCores + otherCores);
+  };
+  return { clock, pass };
+}
+
+describe("CoreContention", () => {
+  it("measures the cores other processes keep busy over each finished window, not this process's own", () => {
+    const { clock, pass } = fakeClock();
+    const gauge = new CoreContention(clock, 250);
+    expect(gauge.othersBusy()).toBe(0); // nothing measured yet
+    pass(100, 2, 1);
+    expect(gauge.othersBusy()).toBe(0); // the window is not over
+    pass(150, 2, 1);
+    expect(gauge.othersBusy()).toBeCloseTo(1);
+    pass(300, 1.5, 0.2);
+    expect(gauge.othersBusy()).toBeCloseTo(0.2);
+  });
+
+  it("caps the threads at the cores the others leave, counting a core from half busy, never below 1", () => {
+    const { clock, pass } = fakeClock();
+    const gauge = new CoreContention(clock, 250);
+    gauge.othersBusy();
+    pass(250, 2, 0.3);
+    expect(gauge.cap(2, 2)).toBe(2);
+    pass(250, 2, 0.6);
+    expect(gauge.cap(2, 2)).toBe(1);
+    pass(250, 1, 3);
+    expect(gauge.cap(2, 2)).toBe(1);
+    expect(gauge.cap(4, 8)).toBe(4); // 3 of 8 cores taken leaves 5
+    pass(250, 4, 6);
+    expect(gauge.cap(4, 8)).toBe(2);
+    expect(gauge.cap(1, 2)).toBe(1);
+  });
+
+  it("forgets a reading after an idle gap: what ran then says little about now", () => {
+    const { clock, pass } = fakeClock();
+    const gauge = new CoreContention(clock, 250);
+    gauge.othersBusy();
+    pass(250, 2, 1);
+    expect(gauge.cap(2, 2)).toBe(1);
+    pass(5000, 0, 0);
+    expect(gauge.cap(2, 2)).toBe(2);
+    pass(250, 2, 0);
+    expect(gauge.cap(2, 2)).toBe(2);
+  });
+
+  it("reads this machine's CPU times (a busy loop here is this process's own, not another's)", () => {
+    const gauge = new CoreContention(systemCpuClock, 50);
+    gauge.othersBusy();
+    const end = performance.now() + 120;
+    while (performance.now() < end);
+    const others = gauge.othersBusy();
+    expect(others).toBeGreaterThanOrEqual(0);
+    expect(others).toBeLessThanOrEqual(availableParallelism());
+  });
+});
+
+describe("applyThreadSplit with other processes' load", () => {
+  it("caps every decode's threads while other processes keep cores busy, and says when the cap changes", async () => {
+    const { clock, pass } = fakeClock();
+    const fake = fakeContext();
+    const changes: string[] = [];
+    const contention = new CoreContention(clock, 250);
+    expect(
+      applyThreadSplit(fake.context, { batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to, others) => changes.push(`${from}->${to} at ${others.toFixed(1)}`) }),
+    ).toBe(true);
+    await fake.decode([1], 2); // first reading: no cap yet
+    pass(250, 2, 1);
+    await fake.decode([1], 2); // a core busy elsewhere
+    await fake.decode([40], 2); // a prompt batch too
+    pass(250, 1, 0.1);
+    await fake.decode([1, 1], 2); // free again
+    expect(fake.decodedWith).toEqual([2, 1, 1, 2]);
+    expect(changes).toEqual(["2->1 at 1.0", "1->2 at 0.1"]);
+  });
+
+  it("keeps the lone-step split under the cap", async () => {
+    const { clock, pass } = fakeClock();
+    const fake = fakeContext();
+    const contention = new CoreContention(clock, 250);
+    applyThreadSplit(fake.context, { batch: 4, single: 3 }, { contention, cores: 4 });
+    await fake.decode([1], 4);
+    pass(250, 3, 2);
+    await fake.decode([1], 4);
+    await fake.decode([1, 1], 4);
+    expect(fake.decodedWith).toEqual([3, 2, 2]);
   });
 });
