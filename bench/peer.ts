@@ -11,13 +11,13 @@
 // beside the server, and what spinning threads do then.
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { defaultThreads } from "../server/config.js";
+import { chooseThreads } from "../server/engine/resource-plan.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
 import { buildVocab } from "../resources/test-model/tiny-model.js";
@@ -44,10 +44,6 @@ const tokens = Number(values.tokens);
 const slots = Number(values.slots);
 const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
-// Default: 1 thread, the server's own default and every core (the issue's columns), each once.
-const threadCounts = [
-  ...new Set((values.threads ?? `1,${defaultThreads()},${availableParallelism()}`).split(",").map((s) => Number(s.trim()))),
-];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
 if (!(busyPercent >= 0 && busyPercent <= 100)) throw new Error(`--busy takes a percentage from 0 to 100, not ${values.busy}`);
@@ -427,6 +423,10 @@ function report(results: Result[]): string {
 
 const binary = values["llama-server"] ?? ensureLlamaServer(log);
 const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
+// What `svc serve` picks for this model without --threads (its decodes on one libuv pool thread).
+const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(model).size, poolThreads: 1 });
+// Default: 1 thread, the server's own default and every core (the issue's columns), each once.
+const threadCounts = [...new Set((values.threads ?? `1,${svcDefault},${availableParallelism()}`).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
 log(`llama-server ${binary}\nmodel ${model}\n${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens} tokens; ${slots} slots of ${contextSize}`);
 const busy = startBusy(busyPercent);
@@ -438,7 +438,7 @@ try {
   busy?.kill();
 }
 const text = report(results);
-console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${defaultThreads()};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on node-llama-cpp's ${[...new Set(results.map((r) => (r.build === "local" ? "local build" : `${r.build} binaries`)))].join(", ")}\n`);
+console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${svcDefault};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on node-llama-cpp's ${[...new Set(results.map((r) => (r.build === "local" ? "local build" : `${r.build} binaries`)))].join(", ")}\n`);
 console.log(text);
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));
 streamAgent.destroy();

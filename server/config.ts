@@ -57,7 +57,10 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   }
 }
 
-/** Threads for generation on this machine when nothing is on the GPU (see chooseThreads for the measurements). */
+/**
+ * Threads for generation on this machine when nothing is on the GPU, not knowing the model or the libuv
+ * pool (so 1 on 2 cores; `svc serve` picks 2 there for models of 32 MiB and up: chooseThreads).
+ */
 export function defaultThreads(cores = availableParallelism()): number {
   return chooseThreads({ cores });
 }

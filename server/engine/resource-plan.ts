@@ -31,17 +31,25 @@ export function threadCandidates(cores: number): number[] {
 
 export type Offload = "none" | "partial" | "full";
 
+/** Models at least this big get both cores of a 2-core machine (when the decodes run on one pool thread). */
+export const ALL_CORES_MIN_MODEL_BYTES = 32 * 1024 * 1024;
+
 /**
- * CPU threads for generation. On a 2-core machine: 4 threads (the library's default) made generation 130 to
+ * CPU threads for generation. On a 2-core machine, 4 threads (the library's default) made generation 130 to
  * 400 times slower than 1, because busy-waiting threads fight over the cores. 2 threads are faster than 1
- * on a quiet machine when `svc` decodes on one libuv pool thread, but with another process busy on one
- * core they generated a lone answer 8 times slower (docs/performance.md, section 10), so 1 and 2 cores get
- * 1 thread. Above that a core is always left free, and hyper-threads are not counted (half the logical
- * cores). With every layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
+ * when `svc` decodes on one libuv pool thread (`poolThreads` 1) and the model is not a toy: a lone answer
+ * 1.4 times as fast, 4 answers 1.6 times, prompts twice as fast with the 110 MB model of
+ * docs/performance.md; from 14 MB up generation was no slower and prompts twice as fast, while the 3.6 MB
+ * test model generated 1.8 times slower with 2. With another process busy on a core the engine caps each
+ * decode at the cores left (thread-policy.ts), so 2 threads then run as 1 would. Without one pool thread
+ * (the desktop app), a lone answer's steps would use 1 thread anyway, and 1 and 2 cores get 1 thread.
+ * Above 2 cores a core is always left free, and hyper-threads are not counted (half the logical cores).
+ * With every layer on the GPU the CPU only schedules work, and more than 4 threads buy nothing.
  */
-export function chooseThreads(input: { cores: number; offload?: Offload }): number {
+export function chooseThreads(input: { cores: number; offload?: Offload; modelBytes?: number; poolThreads?: number }): number {
   const cores = Number.isFinite(input.cores) ? Math.max(1, Math.floor(input.cores)) : 1;
-  const cpu = cores <= 2 ? 1 : Math.max(1, Math.min(8, Math.floor(cores / 2)));
+  const bothCores = cores === 2 && input.poolThreads === 1 && (input.modelBytes ?? 0) >= ALL_CORES_MIN_MODEL_BYTES;
+  const cpu = cores <= 2 ? (bothCores ? 2 : 1) : Math.max(1, Math.min(8, Math.floor(cores / 2)));
   return input.offload === "full" ? Math.min(cpu, 4) : cpu;
 }
 

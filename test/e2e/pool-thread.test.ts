@@ -3,9 +3,12 @@
 // are the same either way, for one stream and for two generating together with threads on every core; and
 // that the threads back off while another process keeps a core busy.
 import { spawn } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { copyFileSync, mkdtempSync, rmSync, statSync, truncateSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ALL_CORES_MIN_MODEL_BYTES, chooseThreads } from "../../server/engine/resource-plan.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const cores = availableParallelism();
@@ -76,6 +79,35 @@ describe("threads on every core, with another process busy", () => {
       expect(Number(found![2])).toBe(cores);
     } finally {
       spinner.kill();
+    }
+  });
+});
+
+describe("the threads svc picks without --threads", () => {
+  it("uses both cores of a 2-core machine for a model of real size, with one pool thread only", async () => {
+    // The tiny test model padded past the size rule's bar (llama.cpp reads tensors by offset; the tail is never read).
+    const dir = mkdtempSync(join(tmpdir(), "svc-test-threads-"));
+    const padded = join(dir, "padded.gguf");
+    copyFileSync(inject("tinyModelPath"), padded);
+    truncateSync(padded, ALL_CORES_MIN_MODEL_BYTES + 1024 * 1024);
+    const threadsOf = async (model: string, env: NodeJS.ProcessEnv) => {
+      const server = await startSvc({ model, dataDir: tempDataDir(), autoThreads: true, env: { SVC_LOG_LEVEL: "info", ...env } });
+      servers.push(server);
+      const line = server.output().split("\n").find((l) => l.includes("loaded on"))!;
+      return Number(/ (\d+) thread\(s\)/.exec(line)![1]);
+    };
+    try {
+      const big = await threadsOf(padded, {});
+      const tiny = await threadsOf(inject("tinyModelPath"), {});
+      const bigOnFourPool = await threadsOf(padded, { UV_THREADPOOL_SIZE: "4" });
+      expect([big, tiny, bigOnFourPool]).toEqual([
+        chooseThreads({ cores, modelBytes: statSync(padded).size, poolThreads: 1 }),
+        chooseThreads({ cores, modelBytes: statSync(inject("tinyModelPath")).size, poolThreads: 1 }),
+        chooseThreads({ cores, modelBytes: statSync(padded).size, poolThreads: 4 }),
+      ]);
+      if (cores === 2) expect([big, tiny, bigOnFourPool]).toEqual([2, 1, 1]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

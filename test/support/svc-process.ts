@@ -55,12 +55,14 @@ export function createKey(dataDir: string, ...extra: string[]): string {
   return result.stdout.trim().split("\n").at(-1)!;
 }
 
-export async function startSvc(options: { model?: string; dataDir?: string; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<SvcServer> {
+export async function startSvc(
+  options: { model?: string; dataDir?: string; args?: string[]; env?: NodeJS.ProcessEnv; /** Let svc choose the threads (no --threads 1). */ autoThreads?: boolean } = {},
+): Promise<SvcServer> {
   const dataDir = options.dataDir ?? tempDataDir();
   const env = options.env ?? {};
   const args = ["serve", "--host", "127.0.0.1", "--data-dir", dataDir, ...(options.args ?? [])];
   if (env.SVC_PORT === undefined) args.push("--port", "0");
-  if (env.SVC_THREADS === undefined) args.push("--threads", "1");
+  if (env.SVC_THREADS === undefined && !options.autoThreads) args.push("--threads", "1");
   if (options.model) args.push("--model", options.model);
   const child = spawn(process.execPath, [SVC_BIN, ...args], {
     env: { ...process.env, SVC_LOG_LEVEL: "warn", ...options.env },

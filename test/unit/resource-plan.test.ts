@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   agentContextNote,
   agentContextSize,
+  ALL_CORES_MIN_MODEL_BYTES,
   chooseThreads,
   DEFAULT_MAX_CONTEXT_SIZE,
   estimateContextBytes,
@@ -42,6 +43,17 @@ describe("chooseThreads", () => {
   it("uses one thread on one or two cores (more made generation many times slower there)", () => {
     expect(chooseThreads({ cores: 1 })).toBe(1);
     expect(chooseThreads({ cores: 2 })).toBe(1);
+  });
+
+  it("uses both of 2 cores for a model of 32 MiB and up when the decodes run on one libuv pool thread", () => {
+    const big = ALL_CORES_MIN_MODEL_BYTES;
+    expect(chooseThreads({ cores: 2, modelBytes: big, poolThreads: 1 })).toBe(2);
+    expect(chooseThreads({ cores: 2, modelBytes: 4 * GiB, poolThreads: 1 })).toBe(2);
+    expect(chooseThreads({ cores: 2, modelBytes: big - 1, poolThreads: 1 })).toBe(1); // toy models: thread waits outweigh the work
+    expect(chooseThreads({ cores: 2, modelBytes: 4 * GiB, poolThreads: 4 })).toBe(1); // decodes hopping between pool threads
+    expect(chooseThreads({ cores: 2, modelBytes: 4 * GiB })).toBe(1);
+    expect(chooseThreads({ cores: 1, modelBytes: 4 * GiB, poolThreads: 1 })).toBe(1);
+    expect(chooseThreads({ cores: 8, modelBytes: 4 * GiB, poolThreads: 1 })).toBe(4);
   });
 
   it("uses half the logical cores (no hyper-threads), leaving cores free, at most 8", () => {
