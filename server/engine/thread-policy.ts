@@ -33,7 +33,7 @@
 // (docs/performance.md, section 10). So the count for each decode is also capped at the cores that other
 // processes leave free, measured over the last quarter second from the machine's CPU times less this
 // process's own (`CoreContention`).
-import { cpus } from "node:os";
+import { availableParallelism, cpus } from "node:os";
 import type { LlamaContext } from "node-llama-cpp";
 
 export interface ThreadSplit {
@@ -160,7 +160,7 @@ export class CoreContention {
 export interface ThreadPolicyOptions {
   /** Caps each decode's threads at the cores other processes leave free. */
   contention?: CoreContention;
-  /** Logical cores of the machine. */
+  /** Logical cores of the machine (default: what Node says this process may use). */
   cores?: number;
   /** Told when the capped count changes (from, to, cores busy with other processes). */
   onCapChange?: (from: number, to: number, othersBusy: number) => void;
@@ -172,7 +172,7 @@ export interface ThreadPolicyOptions {
  * expose its context binding the way this relies on.
  */
 export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, options: ThreadPolicyOptions = {}): boolean {
-  const { contention, cores = 1, onCapChange } = options;
+  const { contention, cores = availableParallelism(), onCapChange } = options;
   const capped = contention !== undefined && split.batch > 1;
   if (split.batch === split.single && !capped) return true;
   const holder = context as unknown as { _ctx?: unknown };

@@ -158,6 +158,14 @@ function fakeClock() {
   return { clock, pass };
 }
 
+/** A gauge on a fake clock that has taken its first reading. */
+function startedGauge() {
+  const { clock, pass } = fakeClock();
+  const gauge = new CoreContention(clock, 250);
+  gauge.othersBusy();
+  return { gauge, pass };
+}
+
 describe("CoreContention", () => {
   it("measures the cores other processes keep busy over each finished window, not this process's own", () => {
     const { clock, pass } = fakeClock();
@@ -172,9 +180,7 @@ describe("CoreContention", () => {
   });
 
   it("caps the threads at the cores the others leave, counting a core from half busy, never below 1", () => {
-    const { clock, pass } = fakeClock();
-    const gauge = new CoreContention(clock, 250);
-    gauge.othersBusy();
+    const { gauge, pass } = startedGauge();
     pass(250, 2, 0.3);
     expect(gauge.cap(2, 2)).toBe(2);
     pass(250, 2, 0.6);
@@ -188,9 +194,7 @@ describe("CoreContention", () => {
   });
 
   it("forgets a reading after an idle gap: what ran then says little about now", () => {
-    const { clock, pass } = fakeClock();
-    const gauge = new CoreContention(clock, 250);
-    gauge.othersBusy();
+    const { gauge, pass } = startedGauge();
     pass(250, 2, 1);
     expect(gauge.cap(2, 2)).toBe(1);
     pass(5000, 0, 0);
