@@ -325,8 +325,9 @@ export class LlamaEngine implements Engine {
       const { plan, budget, onGpu } = await planForModel(llama, model, options, agentContext);
       const totalLayers = model.fileInsights.totalLayers;
       const offload: Offload = model.gpuLayers <= 0 || llama.gpu === false ? "none" : model.gpuLayers >= totalLayers ? "full" : "partial";
+      const cores = availableParallelism();
       const poolThreads = libuvPoolThreads();
-      const threads = options.threads ?? chooseThreads({ cores: availableParallelism(), offload, modelBytes: size, poolThreads });
+      const threads = options.threads ?? chooseThreads({ cores, offload, modelBytes: size, poolThreads });
       const kvNote = plan.kvCache === "q8_0" ? ", 8-bit KV cache" : "";
       if (plan.auto.contextSize || plan.auto.sequences)
         options.log?.(
@@ -352,7 +353,6 @@ export class LlamaEngine implements Engine {
         kvCache = "f16";
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
       }
-      const cores = availableParallelism();
       const split = splitThreads(threads, cores, usesOpenMp(llama.systemInfo), poolThreads);
       const capped = threads > 1;
       const applied = applyThreadSplit(context, split, {

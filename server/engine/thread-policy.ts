@@ -125,7 +125,8 @@ export const systemCpuClock: CpuClock = {
  */
 export class CoreContention {
   private start: { at: number; machine: number; own: number } | null = null;
-  private last: { at: number; others: number } | null = null;
+  /** Cores the others kept busy in the last finished window; null until one finishes. */
+  private last: number | null = null;
 
   constructor(
     private readonly clock: CpuClock = systemCpuClock,
@@ -143,10 +144,10 @@ export class CoreContention {
       const machine = this.clock.machineBusyMs();
       const own = this.clock.ownMs();
       const others = Math.max(0, machine - this.start.machine - (own - this.start.own)) / (at - this.start.at);
-      this.last = { at, others };
+      this.last = others;
       this.start = { at, machine, own };
     }
-    return this.last?.others ?? 0;
+    return this.last ?? 0;
   }
 
   /** `threads`, capped at the cores other processes leave (at least 1); a core counts as taken from half busy. */
