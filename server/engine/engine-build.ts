@@ -10,25 +10,90 @@
 //
 // The server prefers this build for the CPU when it exists (`loadEngineBuild`, tried before the prebuilt
 // binaries); GPU backends keep their prebuilt binaries.
+//
+// The build also compiles in changes of ours to node-llama-cpp's addon (resources/engine-patches/, applied
+// to its source for the build and taken out again after): a thread pool kept for each context's life instead
+// of threads started and joined for every decode (docs/performance.md, section 13).
 import { spawnSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
 
-/** The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly. */
+/** Our patches to node-llama-cpp's addon source, in the order they apply (resources/engine-patches/NAME.patch). */
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool"]);
+
+/**
+ * The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly, and the
+ * patches compiled in. CMake ignores `SVC_ADDON_PATCHES`; node-llama-cpp names a build's folder after its
+ * options, so a build with other patches is another build.
+ */
 export const ENGINE_BUILD_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
   GGML_NATIVE: "OFF",
   GGML_OPENMP: "OFF",
   GGML_BACKEND_DL: "ON",
   GGML_CPU_ALL_VARIANTS: "ON",
+  SVC_ADDON_PATCHES: ADDON_PATCHES.join(","),
 });
+
+/** node-llama-cpp's package folder (its addon source is in llama/addon, its local builds in llama/localBuilds). */
+export function nodeLlamaCppDirectory(): string {
+  const entry = createRequire(import.meta.url).resolve("node-llama-cpp");
+  return join(dirname(entry), "..");
+}
 
 /** Where node-llama-cpp keeps builds made on this machine (inside its own package folder). */
 export function localBuildsDirectory(): string {
-  const entry = createRequire(import.meta.url).resolve("node-llama-cpp");
-  return join(dirname(entry), "..", "llama", "localBuilds");
+  return join(nodeLlamaCppDirectory(), "llama", "localBuilds");
+}
+
+/** resources/engine-patches, found from this file whether it runs from the sources or from dist/. */
+export function enginePatchesDirectory(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, "resources", "engine-patches");
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error("resources/engine-patches not found beside the server's files");
+}
+
+/** The files a unified diff changes, relative to the folder it applies to (its `+++ b/...` lines, -p1). */
+export function patchedFiles(patch: string): string[] {
+  return [...patch.matchAll(/^\+\+\+ [^/\s]+\/(\S+)/gm)].map((m) => m[1]!);
+}
+
+/**
+ * Applies ADDON_PATCHES to node-llama-cpp's source in `packageDir` and returns what puts the files back as
+ * they were. Throws, naming the patch, when one does not apply (another node-llama-cpp version than the one
+ * they were written for: 3.22.1), after putting back what it had changed.
+ */
+export function applyAddonPatches(packageDir: string = nodeLlamaCppDirectory(), patchesDir: string = enginePatchesDirectory()): () => void {
+  const originals = new Map<string, Buffer>();
+  const restore = () => {
+    for (const [file, content] of originals) writeFileSync(file, content);
+  };
+  try {
+    for (const name of ADDON_PATCHES) {
+      const patchFile = join(patchesDir, `${name}.patch`);
+      for (const file of patchedFiles(readFileSync(patchFile, "utf8"))) {
+        const path = join(packageDir, file);
+        if (!originals.has(path)) originals.set(path, readFileSync(path));
+      }
+      const result = spawnSync("patch", ["-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-r", "-", "-d", packageDir, "-i", patchFile], {
+        encoding: "utf8",
+      });
+      if (result.error) throw result.error;
+      if (result.status !== 0)
+        throw new Error(`the patch ${name}.patch does not apply to node-llama-cpp in ${packageDir}: ${(result.stdout + result.stderr).trim()}`);
+    }
+  } catch (err) {
+    restore();
+    throw err;
+  }
+  return restore;
 }
 
 /** Tools the build needs that are not on PATH (each with what it is for). */
@@ -39,6 +104,7 @@ export function missingBuildTools(): string[] {
   if (!["c++", "g++", "clang++"].some(has)) missing.push("a C++ compiler (g++ or clang++)");
   if (!has("make") && !has("ninja")) missing.push("make");
   if (!has("git")) missing.push("git (to unpack the llama.cpp source node-llama-cpp ships)");
+  if (!has("patch")) missing.push("patch");
   return missing;
 }
 
@@ -54,6 +120,11 @@ export interface EngineBuildInfo {
   release: string | null;
   /** Being built again now (node-llama-cpp holds its lock, refreshed every few seconds). */
   building: boolean;
+  /**
+   * Made with this version's patches. False for a build of an earlier svc (the same CMake options, other or
+   * no patches): the server does not load it; `svc engine build` makes the current one, `remove` removes both.
+   */
+  current: boolean;
 }
 
 /** node-llama-cpp's build lock (proper-lockfile: a `.lock` folder whose time is refreshed while held). */
@@ -65,10 +136,18 @@ function lockHeld(folder: string): boolean {
   }
 }
 
-function sameOptions(a: Record<string, unknown> | undefined): boolean {
-  if (!a) return false;
-  const keys = Object.keys(ENGINE_BUILD_OPTIONS);
-  return Object.keys(a).length === keys.length && keys.every((k) => a[k] === ENGINE_BUILD_OPTIONS[k]);
+function sameOptions(a: Record<string, unknown>, expected: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(expected);
+  return Object.keys(a).length === keys.length && keys.every((k) => a[k] === expected[k]);
+}
+
+/** Whether a build's CMake options are ours: "current", "earlier" (ours, other patches) or null (not ours). */
+export function engineBuildKind(options: Record<string, unknown> | undefined): "current" | "earlier" | null {
+  if (!options) return null;
+  if (sameOptions(options, ENGINE_BUILD_OPTIONS)) return "current";
+  const { SVC_ADDON_PATCHES: _ours, ...base } = ENGINE_BUILD_OPTIONS;
+  const { SVC_ADDON_PATCHES: theirs, ...rest } = options;
+  return (theirs === undefined || typeof theirs === "string") && sameOptions(rest, base) ? "earlier" : null;
 }
 
 /** The builds of `svc engine build` that exist (normally one; another node-llama-cpp version's may linger). */
@@ -87,8 +166,9 @@ export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
         buildOptions?: { customCmakeOptions?: Record<string, unknown>; gpu?: unknown; llamaCpp?: { release?: string } };
       };
       const options = metadata.buildOptions;
-      if (options?.gpu === false && sameOptions(options.customCmakeOptions))
-        found.push({ folder: join(root, name), release: options.llamaCpp?.release ?? null, building: lockHeld(join(root, name)) });
+      const kind = engineBuildKind(options?.customCmakeOptions);
+      if (options?.gpu === false && kind)
+        found.push({ folder: join(root, name), release: options.llamaCpp?.release ?? null, building: lockHeld(join(root, name)), current: kind === "current" });
     } catch {
       // Not a finished build of ours.
     }
@@ -106,7 +186,7 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
   // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
   // build's lock, minutes in which the server would not start.
   const builds = await findEngineBuilds();
-  if (!builds.some((b) => !b.building)) return null;
+  if (!builds.some((b) => b.current && !b.building)) return null;
   try {
     return await getLlama({
       ...options,
@@ -128,15 +208,20 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
  */
 export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null }> {
   const started = performance.now();
-  const llama = await getLlama({
-    gpu: false,
-    build: "forceRebuild",
-    progressLogs: "stderr",
-    logLevel: LlamaLogLevel.warn,
-    cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
-  });
-  await llama.dispose();
-  const [build] = await findEngineBuilds();
+  const restore = applyAddonPatches();
+  try {
+    const llama = await getLlama({
+      gpu: false,
+      build: "forceRebuild",
+      progressLogs: "stderr",
+      logLevel: LlamaLogLevel.warn,
+      cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
+    });
+    await llama.dispose();
+  } finally {
+    restore();
+  }
+  const build = (await findEngineBuilds()).find((b) => b.current);
   return { seconds: (performance.now() - started) / 1000, build: build ?? null };
 }
 

@@ -41,7 +41,7 @@ describe("svc engine", () => {
         JSON.stringify({ buildOptions: { customCmakeOptions: ENGINE_BUILD_OPTIONS, gpu: false, llamaCpp: { release: "v0.0.0" } } }),
       );
       mkdirSync(`${folder}.lock`);
-      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: true });
+      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: true, current: true });
       expect(runSvc(["engine"]).stdout).toContain("(being built again now: a server started meanwhile uses the prebuilt binaries)");
       const remove = runSvc(["engine", "remove"]);
       expect(remove.status).toBe(1);
@@ -49,6 +49,34 @@ describe("svc engine", () => {
     } finally {
       rmSync(folder, { recursive: true, force: true });
       rmSync(`${folder}.lock`, { recursive: true, force: true });
+      if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
+    }
+  });
+
+  it("names a build of an earlier svc (without its patches) as not used, and remove removes it", async () => {
+    const folder = join(localBuildsDirectory(), "linux-x64-svc-test-earlier");
+    const hadBuildsFolder = existsSync(localBuildsDirectory());
+    const hadCurrent = (await findEngineBuilds()).some((b) => b.current);
+    mkdirSync(join(folder, "Release"), { recursive: true });
+    try {
+      const { SVC_ADDON_PATCHES: _patches, ...earlier } = ENGINE_BUILD_OPTIONS;
+      writeFileSync(
+        join(folder, "Release", "_nlcBuildMetadata.json"),
+        JSON.stringify({ buildOptions: { customCmakeOptions: earlier, gpu: false, llamaCpp: { release: "v0.0.0" } } }),
+      );
+      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: false, current: false });
+      const status = runSvc(["engine"]).stdout;
+      expect(status).toContain(
+        `Not used: ${folder}, built by an earlier svc without its current changes to node-llama-cpp. \`svc engine build\` builds the current one; \`svc engine remove\` removes both.`,
+      );
+      if (!hadCurrent) expect(status).toContain("CPU: node-llama-cpp's prebuilt llama.cpp binaries.");
+      if (hadCurrent) return;
+      const remove = runSvc(["engine", "remove"]);
+      expect(remove.status).toBe(0);
+      expect(remove.stdout).toContain(`Removed ${folder}.`);
+      expect(existsSync(folder)).toBe(false);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
       if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
     }
   });

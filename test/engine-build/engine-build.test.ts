@@ -3,9 +3,11 @@
 // binaries. Not part of `npm test` (it takes 7 to 15 minutes on 2 cores and would put every other test
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { existsSync, rmSync } from "node:fs";
-import { findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
-import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { findEngineBuilds, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
+import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const hadBuild = (await findEngineBuilds()).length > 0;
 const hadBuildsFolder = existsSync(localBuildsDirectory());
@@ -41,23 +43,51 @@ async function serveAndAsk(): Promise<{ build: string; content: string; log: str
   return { build: health.gpu?.build ?? "", content: body.choices[0]!.message.content, log: server.output() };
 }
 
+/** This process's threads around two decodes at 2 threads (test/support/decode-threads.mjs), in a fresh process. */
+function decodeThreads(): { build: string; before: number; afterFirst: number; afterSecond: number } {
+  const run = spawnSync(process.execPath, [join(ROOT, "test", "support", "decode-threads.mjs"), inject("tinyModelPath")], { encoding: "utf8", cwd: ROOT });
+  expect(run.status, run.stderr.slice(-2000)).toBe(0);
+  return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as ReturnType<typeof decodeThreads>;
+}
+
+const addonSource = () => ["AddonContext.cpp", "AddonContext.h"].map((f) => readFileSync(join(nodeLlamaCppDirectory(), "llama", "addon", f), "utf8"));
+
 describe("svc engine build", () => {
   it("compiles the CPU binaries; the next server runs on them and answers as with the prebuilt ones; remove goes back", async () => {
     const before = await serveAndAsk();
     expect(before.build).toBe(hadBuild ? "local" : "prebuilt");
+    const threadsBefore = decodeThreads();
+    const source = addonSource();
 
     const build = await runSvcAsync(["engine", "build"]);
-    expect(build.stderr).toContain("Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON)");
+    expect(build.stderr).toContain(
+      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool)",
+    );
     expect(build.status, build.stderr.slice(-3000)).toBe(0);
     expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
     const [made] = await findEngineBuilds();
     expect(made).toBeDefined();
     expect(runSvc(["engine"]).stdout).toContain(`CPU: llama.cpp built on this machine (${made!.release}): ${made!.folder}`);
 
+    // The patches were compiled in and taken out of node-llama-cpp's source again.
+    expect(addonSource()).toEqual(source);
+    expect(source[0]).not.toContain("ensureThreadpool");
+
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
     // Same source, same greedy answer.
     expect(after.content).toBe(before.content);
+
+    // persistent-threadpool.patch: a decode at 2 threads leaves one ggml worker running for the next ones
+    // (the prebuilt binaries start and join it inside every decode).
+    const threadsAfter = decodeThreads();
+    expect(threadsAfter.build).toBe("local");
+    expect(threadsAfter.afterFirst - threadsAfter.before).toBe(1);
+    expect(threadsAfter.afterSecond).toBe(threadsAfter.afterFirst);
+    if (!hadBuild) {
+      expect(threadsBefore.build).toBe("prebuilt");
+      expect(threadsBefore.afterFirst).toBe(threadsBefore.before);
+    }
 
     if (hadBuild) return;
     const removed = runSvc(["engine", "remove"]);

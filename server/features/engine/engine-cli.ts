@@ -16,14 +16,16 @@ class EngineUsageError extends Error {
 
 async function status(): Promise<number> {
   const builds = await findEngineBuilds();
-  if (builds.length === 0) {
+  if (!builds.some((b) => b.current))
     console.log("CPU: node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine.");
-    return 0;
-  }
-  for (const b of builds)
+  for (const b of builds.filter((b) => b.current))
     console.log(
       `CPU: llama.cpp built on this machine${b.release ? ` (${b.release})` : ""}: ${b.folder}` +
         (b.building ? "\n(being built again now: a server started meanwhile uses the prebuilt binaries)" : ""),
+    );
+  for (const b of builds.filter((b) => !b.current))
+    console.log(
+      `Not used: ${b.folder}, built by an earlier svc without its current changes to node-llama-cpp. \`svc engine build\` builds the current one; \`svc engine remove\` removes both.`,
     );
   return 0;
 }

@@ -1,0 +1,77 @@
+// Our patches to node-llama-cpp's addon (resources/engine-patches/), compiled in by `svc engine build`: they
+// apply to the node-llama-cpp installed here, and the build puts its source back as it was afterwards. The
+// build itself, and what the patch does at run time, are in test/engine-build/engine-build.test.ts.
+import { afterEach, describe, expect, it } from "vitest";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  ADDON_PATCHES,
+  applyAddonPatches,
+  ENGINE_BUILD_OPTIONS,
+  engineBuildKind,
+  enginePatchesDirectory,
+  nodeLlamaCppDirectory,
+  patchedFiles,
+} from "../../server/engine/engine-build.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A copy of node-llama-cpp's addon source, laid out as in its package. */
+function addonCopy(): { dir: string; files: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), "svc-patch-"));
+  dirs.push(dir);
+  const files = ADDON_PATCHES.flatMap((name) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")));
+  for (const file of files) {
+    mkdirSync(join(dir, file, ".."), { recursive: true });
+    cpSync(join(nodeLlamaCppDirectory(), file), join(dir, file));
+  }
+  return { dir, files };
+}
+
+describe("node-llama-cpp addon patches", () => {
+  it("name the files they change", () => {
+    const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), "persistent-threadpool.patch"), "utf8"));
+    expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
+  });
+
+  it("apply to the installed node-llama-cpp, and the source is put back byte for byte afterwards", () => {
+    const { dir, files } = addonCopy();
+    const before = files.map((f) => readFileSync(join(dir, f)));
+    const restore = applyAddonPatches(dir);
+    const cpp = readFileSync(join(dir, "llama/addon/AddonContext.cpp"), "utf8");
+    expect(cpp).toContain("void AddonContext::ensureThreadpool()");
+    expect(cpp).toContain("llama_attach_threadpool(ctx, threadpool, threadpool);");
+    expect(readFileSync(join(dir, "llama/addon/AddonContext.h"), "utf8")).toContain("ggml_threadpool* threadpool = nullptr;");
+    // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
+    expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
+    restore();
+    files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
+  });
+
+  it("a patch that does not apply fails the build with its name, and leaves the source as it was", () => {
+    const { dir, files } = addonCopy();
+    const patches = mkdtempSync(join(tmpdir(), "svc-patches-"));
+    dirs.push(patches);
+    const good = readFileSync(join(enginePatchesDirectory(), "persistent-threadpool.patch"), "utf8");
+    // The first file's hunks apply, the second's context is another version's.
+    writeFileSync(join(patches, "persistent-threadpool.patch"), good.replace("        llama_context* ctx = nullptr;", "        llama_context* context = nullptr;"));
+    const before = files.map((f) => readFileSync(join(dir, f)));
+    expect(() => applyAddonPatches(dir, patches)).toThrow(/the patch persistent-threadpool\.patch does not apply to node-llama-cpp/);
+    files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
+  });
+
+  it("builds are told apart by the patches compiled in", () => {
+    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool");
+    expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
+    const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
+    expect(engineBuildKind(earlier)).toBe("earlier");
+    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "something-else" })).toBe("earlier");
+    expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
+    expect(engineBuildKind({})).toBeNull();
+    expect(engineBuildKind(undefined)).toBeNull();
+  });
+});
