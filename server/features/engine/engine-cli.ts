@@ -38,7 +38,7 @@ async function build(): Promise<number> {
   const missing = missingBuildTools();
   if (missing.length > 0) {
     console.error(
-      `svc: the build needs ${missing.join(", ")}, not found on PATH. On Debian or Ubuntu: sudo apt-get install cmake build-essential git`,
+      `svc: the build needs ${missing.join(", ")}, not found on PATH. On Debian or Ubuntu: sudo apt-get install cmake build-essential git patch`,
     );
     return 1;
   }
