@@ -19,8 +19,8 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
+import { packageRoot } from "../version.js";
 
 /** Our patches to node-llama-cpp's addon source, in the order they apply (resources/engine-patches/NAME.patch). */
 export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool"]);
@@ -49,15 +49,12 @@ export function localBuildsDirectory(): string {
   return join(nodeLlamaCppDirectory(), "llama", "localBuilds");
 }
 
-/** resources/engine-patches, found from this file whether it runs from the sources or from dist/. */
+/** resources/engine-patches in the svc-desktop package. */
 export function enginePatchesDirectory(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    const candidate = join(dir, "resources", "engine-patches");
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error("resources/engine-patches not found beside the server's files");
+  const root = packageRoot();
+  const dir = root === null ? null : join(root, "resources", "engine-patches");
+  if (dir === null || !existsSync(dir)) throw new Error("resources/engine-patches not found beside the server's files");
+  return dir;
 }
 
 /** The files a unified diff changes, relative to the folder it applies to (its `+++ b/...` lines, -p1). */

@@ -136,9 +136,10 @@ export class CoreContention {
   /** Cores busy with other processes' work (0 when not known yet). */
   othersBusy(): number {
     const at = this.clock.now();
-    if (this.start === null || at - this.start.at > 4 * this.windowMs) {
-      // First reading, or after an idle gap: what happened meanwhile says little about now.
-      if (this.start !== null && at - this.start.at > 4 * this.windowMs) this.last = null;
+    // After an idle gap, what happened meanwhile says little about now.
+    const idleGap = this.start !== null && at - this.start.at > 4 * this.windowMs;
+    if (idleGap) this.last = null;
+    if (this.start === null || idleGap) {
       this.start = { at, machine: this.clock.machineBusyMs(), own: this.clock.ownMs() };
     } else if (at - this.start.at >= this.windowMs) {
       const machine = this.clock.machineBusyMs();
