@@ -143,7 +143,12 @@ function summarize(label: string, generated: number, ms: number): string {
       done = m.at;
     } else sampled = m.at;
   }
-  const fmt = (xs: number[]) => (xs.length ? median(xs).toFixed(3) : "n/a");
+  const fmt = (xs: number[]) => {
+    if (!xs.length) return "n/a";
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return `${median(xs).toFixed(3)} (mean ${mean.toFixed(3)}, p99 ${sorted[Math.floor(0.99 * (sorted.length - 1))]!.toFixed(3)})`;
+  };
   const batches = [...sizes].sort((a, b) => a[0] - b[0]).map(([size, n]) => `${n}×${size}`).join(" ");
   return (
     `${label.padEnd(16)} ${(generated / (ms / 1000)).toFixed(1).padStart(7)} tokens/s | decode ${fmt(decodes)} ms | ` +

@@ -17,6 +17,9 @@
 // Phases with a grammar or token probabilities, models that need context checkpoints and a sequence near
 // the end of its context stay on `evaluate` altogether.
 //
+// With `svc engine build`'s binaries, a lone generation's steps go further: the addon decodes, samples and
+// decodes ahead on a thread of its own, with no trip through JavaScript between two tokens (see `solo`).
+//
 // What this relies on in node-llama-cpp 3.22 (not public API; `available` checks the shapes, and without
 // them everything stays on `evaluate`): the context's binding (`_ctx`: initBatch, addToBatch, decodeBatch,
 // sampleToken), its sampler class (`_llama._bindings.AddonSampler`), the sequence's id, next position and
@@ -24,7 +27,7 @@
 // does), its sampler settings (`_resolveSamplerConfig`), and the context lock its own batches hold
 // (lifecycle-utils `withLock([context, "context"])`), so that our batches and its own never interleave.
 import { createRequire } from "node:module";
-import { withLock } from "lifecycle-utils";
+import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 
 /**
@@ -50,6 +53,20 @@ interface Binding {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
   sampleToken(batchLogitIndex: number, sampler: unknown): Promise<number>;
+  /** Only in `svc engine build`'s binaries (resources/engine-patches/solo-loop.patch); see `solo` below. */
+  runSolo?(
+    sequenceId: number,
+    position: number,
+    feed: Uint32Array,
+    sampler: unknown,
+    maxPosition: number,
+    maxSamples: number,
+    askWaitMs: number,
+    allowFirst: boolean,
+    callback: (token: number, decoded?: number, error?: string) => void,
+  ): void;
+  soloAsk?(asked: number, allow: boolean): void;
+  soloStop?(): void;
 }
 interface Sampler {
   applyConfig(config: unknown): void;
@@ -120,6 +137,18 @@ export interface SampledStep {
   token: Token;
 }
 
+/** The most tokens one solo run samples before it hands the context back (and a new run starts). */
+export const SOLO_MAX_SAMPLES = 32;
+
+/** `SVC_SOLO_LOOP=0` keeps lone generations on the token-by-token path (to compare the two). */
+const soloEnabled = () => process.env.SVC_SOLO_LOOP !== "0";
+
+/** The queue of those waiting for a lifecycle-utils lock (not public API; the solo loop stays off without it). */
+function lockWaiters(lock: object): { isEmpty: boolean } | null {
+  const queue = (lock as { _state?: unknown[] })._state?.[0] as { isEmpty?: unknown } | undefined;
+  return queue && typeof queue.isEmpty === "boolean" ? (queue as { isEmpty: boolean }) : null;
+}
+
 export class StepLoop {
   private pending: Step[] = [];
   private pendingAhead: Ahead[] = [];
@@ -127,6 +156,10 @@ export class StepLoop {
   private running = false;
   /** Wakes the dispatch waiting for asks (awaitAsks) when one comes or a token is dropped. */
   private askArrived: (() => void) | null = null;
+  /** Evaluations under way on the loop. */
+  private live = 0;
+  /** Ends the solo run under way, if any (another evaluation wants the context). */
+  private soloInterrupt: (() => void) | null = null;
 
   /**
    * @param schedule when to send the queued steps as one batch (the decode round's: at once when one
@@ -176,11 +209,18 @@ export class StepLoop {
    */
   async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => boolean = () => true): AsyncGenerator<SampledStep, void, unknown> {
     let feed = tokens;
+    this.live++;
+    this.soloInterrupt?.();
     if (feed.length > MAX_STEP_FEED) {
       // The prompt: node-llama-cpp batches it and shifts the context if it must; its last token is decoded
       // here, so that every token of the evaluation comes from this one sampler. A seed then gives the same
       // answer whether the prompt was read fresh or mostly from the cache (one random stream, not two).
-      await sequence.evaluateWithoutGeneratingNewTokens(feed.slice(0, -1));
+      try {
+        await sequence.evaluateWithoutGeneratingNewTokens(feed.slice(0, -1));
+      } catch (err) {
+        this.live--;
+        throw err;
+      }
       feed = feed.slice(-1);
     }
     const internals = sequence as unknown as SequenceInternals;
@@ -200,19 +240,142 @@ export class StepLoop {
             yield* sequence.evaluateWithMetadata(feed, {}, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledStep, void, unknown>;
             return;
           }
+          if (this.soloFits(track, feed)) {
+            const next = yield* this.solo(track, feed);
+            if (next !== null) {
+              feed = next;
+              continue;
+            }
+          }
           token = await this.step(track, feed);
         }
         yield { token };
         feed = [token];
       }
     } finally {
+      this.live--;
       track.closed = true;
       if (track.ahead) await this.drop(track.ahead);
       sampler.dispose();
     }
   }
 
+  /**
+   * Whether this evaluation may take its next steps in a solo run: the binaries have it, the evaluation is
+   * the only one on the loop and nothing else is queued, and its sampler settings stay the same from token
+   * to token (no repeat penalties, which read the tokens the generation has taken in; no bias function).
+   */
+  private soloFits(track: Track, feed: Token[]): boolean {
+    const binding = (this.context as unknown as { _ctx: Binding })._ctx;
+    const options = track.options;
+    return (
+      soloEnabled() &&
+      typeof binding.runSolo === "function" &&
+      this.live === 1 &&
+      !this.running &&
+      this.pending.length === 0 &&
+      this.pendingAhead.length === 0 &&
+      !options.repeatPenalty &&
+      !options.dryRepeatPenalty &&
+      typeof options.tokenBias !== "function" &&
+      track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1
+    );
+  }
+
+  /**
+   * A lone evaluation's steps on a thread of the binding's own (solo-loop.patch): it decodes the feed,
+   * samples, and decodes each sampled token ahead once the generation has asked for it, without a trip
+   * through JavaScript between two tokens; the tokens come here as they are sampled and are yielded as the
+   * generation asks. The run holds the context lock and ends, without decoding the token it just sampled,
+   * when that token ends the generation or its budget, when the generation has not asked within
+   * AHEAD_WAIT_MS, after SOLO_MAX_SAMPLES tokens, or when anyone else wants the context (another
+   * evaluation's step or prompt, or node-llama-cpp's own work waiting for the lock). The lock goes as the
+   * run ends, not once the generation has taken its tokens: a reader that stalls holds no one up. Returns
+   * the next feed (the last token sampled, not decoded), or null when the run could not start (the caller
+   * steps instead). A generation that stops has the tokens decoded past the one it asked for last taken
+   * out again, exactly as a dropped decode ahead.
+   */
+  private async *solo(track: Track, feed: Token[]): AsyncGenerator<SampledStep, Token[] | null, unknown> {
+    const binding = (this.context as unknown as { _ctx: Required<Binding> })._ctx;
+    const lock = await acquireLock([this.context, "context"]);
+    const waiters = lockWaiters(lock);
+    if (waiters === null || !waiters.isEmpty || !this.soloFits(track, feed)) {
+      lock.dispose();
+      return null;
+    }
+    const sequence = track.sequence;
+    const start = sequence._nextTokenIndex;
+    const sampled: Token[] = [];
+    let finished = false;
+    let decoded = 0;
+    let error: string | undefined;
+    let wake: (() => void) | null = null;
+    const notify = () => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    const interrupt = () => binding.soloStop();
+    /** The run is over: record what it decoded and let the context go at once, whatever the generation does next. */
+    const end = (count: number, message: string | undefined) => {
+      finished = true;
+      decoded = count;
+      error = message;
+      // What node-llama-cpp's own decode records for the sequence (its cache reuse reads these).
+      const inputs = [...feed, ...sampled].slice(0, decoded);
+      sequence._nextTokenIndex += inputs.length;
+      sequence._contextTokens.push(...inputs);
+      if (this.soloInterrupt === interrupt) this.soloInterrupt = null;
+      lock.dispose();
+    };
+    track.sampler.applyConfig(sequence._resolveSamplerConfig(track.options));
+    try {
+      binding.runSolo(sequence._sequenceId, start, Uint32Array.from(feed), track.sampler, this.context.contextSize - 2, SOLO_MAX_SAMPLES, AHEAD_WAIT_MS, track.more(), (token, count, message) => {
+        if (token === -1) end(count ?? 0, message);
+        else {
+          sampled.push(token as Token);
+          if (!waiters.isEmpty || this.pending.length > 0) interrupt();
+        }
+        notify();
+      });
+    } catch (err) {
+      lock.dispose();
+      throw err;
+    }
+    this.soloInterrupt = interrupt;
+    let taken = 0;
+    let completed = false;
+    try {
+      while (true) {
+        if (taken === sampled.length) {
+          if (finished) break;
+          await new Promise<void>((resolve) => (wake = resolve));
+          continue;
+        }
+        const token = sampled[taken++]!;
+        yield { token };
+        // The generation asks for its next token; `more` says whether it could go on after that one.
+        binding.soloAsk(taken + 1, track.more());
+      }
+      completed = true;
+    } finally {
+      if (!finished) {
+        binding.soloStop();
+        while (!finished) await new Promise<void>((resolve) => (wake = resolve));
+      }
+      if (!completed) {
+        // The generation stopped after its `taken`-th token: that token and any after it were decoded
+        // ahead for nothing; the sequence is left as the token-by-token path leaves it (see drop()).
+        const keep = start + feed.length + Math.max(0, taken - 1);
+        if (start + decoded > keep) await (sequence as unknown as LlamaContextSequence).eraseContextTokenRanges([{ start: keep, end: start + decoded }]);
+      }
+    }
+    if (error !== undefined) throw new Error(error);
+    return [sampled.at(-1)!];
+  }
+
   private step(track: Track, feed: Token[]): Promise<Token> {
+    this.soloInterrupt?.();
     return new Promise<Token>((resolve, reject) => {
       this.pending.push({ track, feed, resolve, reject });
       this.kick();

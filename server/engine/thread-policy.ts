@@ -85,6 +85,8 @@ interface ContextBinding {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): unknown;
   setThreads(threads: number): unknown;
   decodeBatch(): Promise<unknown>;
+  /** Only in `svc engine build`'s binaries: a lone generation's steps on the addon's own thread (step-loop.ts). */
+  runSolo?(...args: unknown[]): unknown;
 }
 
 function isBinding(value: unknown): value is ContextBinding {
@@ -196,19 +198,27 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, opti
       return undefined;
     },
     decodeBatch() {
-      let threads = tokensInBatch > 1 ? split.batch : split.single;
-      if (capped) {
-        const cap = contention.cap(split.batch, cores);
-        if (cap !== lastCap) {
-          onCapChange?.(lastCap, cap, contention.othersBusy());
-          lastCap = cap;
-        }
-        threads = Math.min(threads, cap);
-      }
-      binding.setThreads(threads);
+      binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
       return binding.decodeBatch();
     },
+    // A solo run decodes one token at a time with the threads set as it starts; it lasts a few dozen
+    // tokens, so the cap is read again as the next one starts.
+    ...(typeof binding.runSolo === "function" && {
+      runSolo(...args: unknown[]) {
+        binding.setThreads(threadsFor(split.single));
+        return binding.runSolo!(...args);
+      },
+    }),
   };
+  function threadsFor(wanted: number): number {
+    if (!capped) return wanted;
+    const cap = contention.cap(split.batch, cores);
+    if (cap !== lastCap) {
+      onCapChange?.(lastCap, cap, contention.othersBusy());
+      lastCap = cap;
+    }
+    return Math.min(wanted, cap);
+  }
   const bound = new Map<PropertyKey, unknown>();
   holder._ctx = new Proxy(binding, {
     get(target, key) {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
-import { spyOnBinding } from "../support/binding-spy.js";
+import { soloLoopOff, spyOnBinding } from "../support/binding-spy.js";
 
 let engine: LlamaEngine;
 let dir: string;
@@ -81,7 +81,10 @@ describe("LlamaEngine with 4 sequences", () => {
     for (const b of shared) expect(b).toEqual([...b].sort((x, y) => x - y));
   });
 
+  // These watch the token-by-token path at the binding: with `svc engine build`'s binaries present, a lone
+  // answer's steps would run solo instead (tested in test/engine-build), so they keep that path off.
   it("takes plain-text steps on the step loop, whose node-llama-cpp shapes are all there", async () => {
+    const soloBack = soloLoopOff();
     // Without them the loop turns itself off and every token goes through sequence.evaluate: slower, and
     // silently so; this test says so when a node-llama-cpp update moves them.
     const steps = (engine as unknown as { steps: { available: boolean; qualifies: (...args: unknown[]) => boolean } }).steps;
@@ -94,12 +97,14 @@ describe("LlamaEngine with 4 sequences", () => {
       expect((await answer(ask("count the steps", 32))).tokens).toBe(32);
     } finally {
       undo();
+      soloBack();
     }
     // Every token sampled once, all by the loop (node-llama-cpp reads the prompt without sampling).
     expect(samples).toBe(32);
   });
 
   it("decodes nothing past an answer that ends at max_tokens (no token decoded ahead to take back)", async () => {
+    const soloBack = soloLoopOff();
     const steps: number[] = [];
     const undo = spyOnBinding((engine as unknown as { context: object }).context, (method, args) => {
       if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) steps.push(args[1] as number);
@@ -108,6 +113,7 @@ describe("LlamaEngine with 4 sequences", () => {
       expect((await answer(ask("a budget", 12))).tokens).toBe(12);
     } finally {
       undo();
+      soloBack();
     }
     // The prompt's last token, then tokens 1 to 11 at the positions after it; the 12th ends the answer.
     expect(steps.length).toBe(12);

@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { findEngineBuilds, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
+import { SOLO_MAX_SAMPLES } from "../../server/engine/step-loop.js";
 import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const hadBuild = (await findEngineBuilds()).length > 0;
@@ -50,6 +51,15 @@ function decodeThreads(): { build: string; before: number; afterFirst: number; a
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as ReturnType<typeof decodeThreads>;
 }
 
+/** The step loop's solo runs against node-llama-cpp's evaluate (test/support/solo-steps.ts), in a fresh process. */
+type RunFacts = { runs: number; longest: number; sampled: number; distinct?: number; stepSamplings?: number; [fact: string]: unknown };
+type SoloFacts = { build: string } & Partial<Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled", Record<string, unknown>>>;
+function soloSteps(): SoloFacts {
+  const run = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "test", "support", "solo-steps.ts")], { encoding: "utf8", cwd: ROOT });
+  expect(run.status, run.stderr.slice(-2000)).toBe(0);
+  return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as SoloFacts;
+}
+
 const addonSource = () => ["AddonContext.cpp", "AddonContext.h"].map((f) => readFileSync(join(nodeLlamaCppDirectory(), "llama", "addon", f), "utf8"));
 
 describe("svc engine build", () => {
@@ -61,7 +71,7 @@ describe("svc engine build", () => {
 
     const build = await runSvcAsync(["engine", "build"]);
     expect(build.stderr).toContain(
-      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool)",
+      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop)",
     );
     expect(build.status, build.stderr.slice(-3000)).toBe(0);
     expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
@@ -72,6 +82,7 @@ describe("svc engine build", () => {
     // The patches were compiled in and taken out of node-llama-cpp's source again.
     expect(addonSource()).toEqual(source);
     expect(source[0]).not.toContain("ensureThreadpool");
+    expect(source[0]).not.toContain("RunSolo");
 
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
@@ -84,6 +95,33 @@ describe("svc engine build", () => {
     expect(threadsAfter.build).toBe("local");
     expect(threadsAfter.afterFirst - threadsAfter.before).toBe(1);
     expect(threadsAfter.afterSecond).toBe(threadsAfter.afterFirst);
+    // solo-loop.patch: a lone generation's tokens are all sampled in solo runs on the binding's own thread
+    // (at most SOLO_MAX_SAMPLES a run; a run also ends early when the generation is slow to ask, so the count
+    // of runs is a floor), with evaluate's tokens and sequence state; another evaluation ends a run and both
+    // get their answers; repeat penalties stay on the token-by-token path. A run samples one token past the
+    // last one taken when it had decoded that one ahead (and ends there when the ask came too late).
+    const solo = soloSteps();
+    expect(solo.build).toBe("local");
+    expect(solo.greedy).toMatchObject({ sameTokens: true, sameState: true, stepDecodes: 0, samplings: 0 });
+    expect(solo.greedy!.sampled).toBeOneOf([150, 151]);
+    expect(solo.greedy!.runs).toBeGreaterThanOrEqual(Math.ceil(150 / SOLO_MAX_SAMPLES));
+    expect(solo.greedy!.longest).toBeLessThanOrEqual(SOLO_MAX_SAMPLES);
+    expect(solo.seeded).toMatchObject({ sameTokens: true });
+    expect(solo.seeded!.sampled).toBeOneOf([80, 81]);
+    expect(solo.seeded!.longest).toBeLessThanOrEqual(SOLO_MAX_SAMPLES);
+    expect(solo.seeded!.distinct).toBeGreaterThan(10);
+    // Tokens 1 to 9 decoded ahead; the 10th, where the budget ends, not.
+    expect(solo.budget).toMatchObject({ next: 9, sampled: 10 });
+    // The first answer's first 20 tokens (or 21) came from a solo run, the rest as the two stepped together
+    // (and the one left alone at the end may go solo again).
+    expect(solo.interrupted).toMatchObject({ sameTokens: true });
+    expect(solo.interrupted!.sampled).toBeGreaterThanOrEqual(20);
+    expect(solo.interrupted!.stepSamplings).toBeGreaterThan(0);
+    expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeOneOf([120, 121]);
+    expect(solo.penalties).toEqual({ runs: 0, samplings: 20 });
+    // A reader that stalls after 5 tokens lets the context go; the 5th token is sampled, never decoded.
+    expect(solo.stalled).toEqual({ outcome: "read", next: 4 });
+
     if (!hadBuild) {
       expect(threadsBefore.build).toBe("prebuilt");
       expect(threadsBefore.afterFirst).toBe(threadsBefore.before);

@@ -34,8 +34,11 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change", () => {
-    const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), "persistent-threadpool.patch"), "utf8"));
-    expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
+    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop"]);
+    for (const name of ADDON_PATCHES) {
+      const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8"));
+      expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
+    }
   });
 
   it("apply to the installed node-llama-cpp, and the source is put back byte for byte afterwards", () => {
@@ -46,6 +49,9 @@ describe("node-llama-cpp addon patches", () => {
     expect(cpp).toContain("void AddonContext::ensureThreadpool()");
     expect(cpp).toContain("llama_attach_threadpool(ctx, threadpool, threadpool);");
     expect(readFileSync(join(dir, "llama/addon/AddonContext.h"), "utf8")).toContain("ggml_threadpool* threadpool = nullptr;");
+    // solo-loop.patch, applied after it: the binding's runSolo, soloAsk and soloStop.
+    expect(cpp).toContain('InstanceMethod("runSolo", &AddonContext::RunSolo),');
+    expect(cpp).toContain("void AddonContext::stopSoloAndWait()");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
     restore();
@@ -65,11 +71,13 @@ describe("node-llama-cpp addon patches", () => {
   });
 
   it("builds are told apart by the patches compiled in", () => {
-    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool");
+    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop");
     expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
     const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
     expect(engineBuildKind(earlier)).toBe("earlier");
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "something-else" })).toBe("earlier");
+    // A build with the first patch only (an earlier svc's) is an earlier build too.
+    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool" })).toBe("earlier");
     expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();

@@ -103,6 +103,8 @@ function fakeContext() {
     setThreads: (n: number) => void (threads = n),
     getThreads: () => threads,
     decodeBatch: async () => void decodedWith.push(threads),
+    // `svc engine build`'s binaries: a solo run decodes with the threads set when it starts.
+    runSolo: (..._args: unknown[]) => void decodedWith.push(threads),
   };
   const context = { _ctx: binding as unknown };
   /** Drives the binding the way node-llama-cpp's decode loop does. */
@@ -231,6 +233,22 @@ describe("applyThreadSplit with other processes' load", () => {
     await fake.decode([1, 1], 2); // free again
     expect(fake.decodedWith).toEqual([2, 1, 1, 2]);
     expect(changes).toEqual(["2->1 at 1.0", "1->2 at 0.1"]);
+  });
+
+  it("starts each solo run with the lone-step threads under the cap, read as it starts", async () => {
+    const { clock, pass } = fakeClock();
+    const fake = fakeContext();
+    const changes: string[] = [];
+    const contention = new CoreContention(clock, 250);
+    applyThreadSplit(fake.context, { batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to) => changes.push(`${from}->${to}`) });
+    const run = () => (fake.binding() as unknown as { runSolo(...args: unknown[]): void }).runSolo(0, 10, new Uint32Array([1]));
+    run(); // first reading: no cap yet
+    pass(250, 2, 1);
+    run(); // a core busy elsewhere
+    pass(250, 1, 0);
+    await fake.decode([1, 1], 2); // two together, free again
+    expect(fake.decodedWith).toEqual([2, 1, 2]);
+    expect(changes).toEqual(["2->1", "1->2"]);
   });
 
   it("keeps the lone-step split under the cap", async () => {

@@ -1,0 +1,148 @@
+// The step loop's solo runs (resources/engine-patches/solo-loop.patch) against node-llama-cpp's own
+// evaluate, with the build the server would load, in a process of its own; prints what it found as JSON.
+// Run by test/engine-build/engine-build.test.ts: node --import tsx test/support/solo-steps.ts
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
+import { ensurePeerModel } from "../../bench/peer-model.js";
+import { loadEngineBuild } from "../../server/engine/engine-build.js";
+import { StepLoop } from "../../server/engine/step-loop.js";
+import { spyOnBinding } from "./binding-spy.js";
+
+const dir = mkdtempSync(join(tmpdir(), "svc-solo-"));
+const llama = await loadEngineBuild({ logLevel: LlamaLogLevel.error });
+if (!llama) {
+  console.log(JSON.stringify({ build: "prebuilt" }));
+  process.exit(0);
+}
+const modelPath = ensurePeerModel(join(dir, "random.gguf"), { nEmbd: 64, nLayers: 1, nHead: 2, nFf: 64, contextLength: 4096, seed: 20 });
+const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+const context = await model.createContext({ contextSize: 1024, sequences: 3, threads: 1 });
+const prompt = (text: string) => model.tokenize(`<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`, true);
+const state = (s: LlamaContextSequence) => JSON.stringify({ next: s.nextTokenIndex, tokens: s.contextTokens });
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (taken: number) => void): Promise<Token[]> {
+  const out: Token[] = [];
+  for await (const { token } of tokens) {
+    out.push(token);
+    each?.(out.length);
+    if (out.length === n) break;
+  }
+  return out;
+}
+
+let calls: Record<string, number> = {};
+/** Tokens each solo run sampled (its callback's calls before the run's end). */
+let samplesPerRun: number[] = [];
+spyOnBinding(context, (method, args) => {
+  calls[method] = (calls[method] ?? 0) + 1;
+  if (method !== "runSolo") return;
+  const run = samplesPerRun.push(0) - 1;
+  const callback = args[8] as (token: number, ...rest: unknown[]) => void;
+  args[8] = (token: number, ...rest: unknown[]) => {
+    if (token !== -1) samplesPerRun[run]!++;
+    callback(token, ...rest);
+  };
+});
+/**
+ * Runs and the calls it made at the binding. How many solo runs a generation takes depends on timing as
+ * well as on SOLO_MAX_SAMPLES (a run also ends when the generation has not asked for 4 ms, as on a loaded
+ * machine), so what is reported is what holds either way: the runs, the most tokens one run sampled, and
+ * the tokens all runs sampled together.
+ */
+const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Record<string, number>; runs: { runs: number; longest: number; sampled: number } }> => {
+  calls = {};
+  samplesPerRun = [];
+  const value = await run();
+  const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0) };
+  return { value, calls: { ...calls }, runs };
+};
+const loop = new StepLoop(context, model, (dispatch) => dispatch());
+const greedy: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true };
+const results: Record<string, unknown> = { build: "local" };
+
+{
+  // 150 greedy tokens: all sampled in runs of at most 32; the same tokens and the same sequence state as evaluate.
+  const ours = context.getSequence();
+  const theirs = context.getSequence();
+  const p = prompt("tell me about herons");
+  const a = await counted(() => take(loop.evaluate(ours, p, greedy), 150));
+  const b = await take(theirs.evaluateWithMetadata(p, {}, greedy), 150);
+  results.greedy = { sameTokens: same(a.value, b), sameState: state(ours) === state(theirs), ...a.runs, stepDecodes: (a.calls.decodeBatch ?? 0) - 1, samplings: a.calls.sampleToken ?? 0 };
+  ours.dispose();
+  theirs.dispose();
+}
+{
+  // Sampling with a seed draws the same tokens.
+  const p = prompt("a seeded answer");
+  const options: SequenceEvaluateOptions = { temperature: 1.2, seed: 5, yieldEogToken: true };
+  const ours = context.getSequence();
+  const a = await counted(() => take(loop.evaluate(ours, p, options), 80));
+  ours.dispose();
+  const theirs = context.getSequence();
+  const b = await take(theirs.evaluateWithMetadata(p, {}, options), 80);
+  theirs.dispose();
+  results.seeded = { sameTokens: same(a.value, b), distinct: new Set(a.value).size, ...a.runs };
+}
+{
+  // A budget of ten: tokens 1 to 9 are decoded ahead, the 10th is not (as on the token-by-token path).
+  const s = context.getSequence();
+  const p = prompt("a budget of ten");
+  let taken = 0;
+  const a = await counted(async () => {
+    for await (const _ of loop.evaluate(s, p, greedy, () => taken + 1 < 10)) if (++taken === 10) break;
+  });
+  results.budget = { next: s.nextTokenIndex - p.length, ...a.runs };
+  s.dispose();
+}
+{
+  // A second evaluation starting mid-run ends the run; both get the answers they get alone.
+  const alone: Token[][] = [];
+  for (const text of ["first of two", "second of two"]) {
+    const s = context.getSequence();
+    alone.push(await take(s.evaluateWithMetadata(prompt(text), {}, greedy), 60));
+    s.dispose();
+  }
+  const [s1, s2] = [context.getSequence(), context.getSequence()];
+  let second: Promise<Token[]> | null = null;
+  const a = await counted(async () => {
+    const first = await take(loop.evaluate(s1, prompt("first of two"), greedy), 60, (n) => {
+      if (n === 20) second = take(loop.evaluate(s2, prompt("second of two"), greedy), 60);
+    });
+    return [first, await second!];
+  });
+  results.interrupted = { sameTokens: same(a.value, alone), stops: a.calls.soloStop ?? 0, ...a.runs, stepSamplings: a.calls.sampleToken ?? 0 };
+  s1.dispose();
+  s2.dispose();
+}
+{
+  // A reader that stalls holds no one up: the run ends 4 ms after the ask it waits for and lets the context
+  // go, so node-llama-cpp's own work on another sequence (a prompt read) goes ahead meanwhile.
+  const [s1, s2] = [context.getSequence(), context.getSequence()];
+  const tokens = loop.evaluate(s1, prompt("a stalled reader"), greedy)[Symbol.asyncIterator]();
+  for (let i = 0; i < 5; i++) await tokens.next();
+  const read = s2.evaluateWithoutGeneratingNewTokens(prompt("read while the other stalls")).then(() => "read");
+  const outcome = await Promise.race([read, new Promise((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5000))]);
+  await tokens.return(undefined);
+  await read;
+  results.stalled = { outcome, next: s1.nextTokenIndex - prompt("a stalled reader").length };
+  s1.dispose();
+  s2.dispose();
+}
+{
+  // Repeat penalties read the tokens taken in: they stay on the token-by-token path.
+  const s = context.getSequence();
+  const punish: Token[] = [];
+  const options: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true, repeatPenalty: { punishTokens: () => punish, penalty: 1.3 } };
+  const a = await counted(() => take(loop.evaluate(s, prompt("penalties"), options), 20, () => undefined));
+  results.penalties = { runs: a.runs.runs, samplings: a.calls.sampleToken ?? 0 };
+  s.dispose();
+}
+
+console.log(JSON.stringify(results));
+await context.dispose();
+await model.dispose();
+await llama.dispose();
+rmSync(dir, { recursive: true, force: true });
