@@ -11,7 +11,7 @@
 // beside the server, and what spinning threads do then.
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
@@ -265,11 +265,64 @@ function wordsText(n: number, seed: number): string {
 let nonce = 1;
 const question = (tag: string) => [{ role: "user", content: `${tag} ${wordsText(12, nonce++)}` }];
 
-/** Decode rate of one stream: tokens after the first ÷ time after the first. */
-async function singleStream(t: Target): Promise<number> {
+/** Decode rate of one stream: tokens after the first ÷ time after the first; and the server's CPU per token, by thread. */
+async function singleStream(t: Target): Promise<{ rate: number; cpu: ThreadCpu[] }> {
+  const before = threadCpu(t.pid);
+  const cpuBefore = cpuSeconds(t.pid);
   const r = await streamChat(t, question("single"), tokens);
   if (r.completionTokens < tokens) throw new Error(`${t.name} stopped after ${r.completionTokens} of ${tokens} tokens`);
-  return (r.completionTokens - 1) / ((r.end - r.first) / 1000);
+  const after = threadCpu(t.pid);
+  const perToken = (seconds: number) => (seconds * 1000) / r.completionTokens;
+  const cpu: ThreadCpu[] = [];
+  let live = 0;
+  for (const [tid, a] of after) {
+    const used = a.seconds - (before.get(tid)?.seconds ?? 0);
+    live += used;
+    cpu.push({ thread: tid === t.pid ? `${a.name} (main)` : a.name, ms: perToken(used) });
+  }
+  // Threads that ended meanwhile (our solo runs' threads) are only in the process's total.
+  cpu.push({ thread: "threads that ended", ms: perToken(cpuSeconds(t.pid) - cpuBefore - live) });
+  return { rate: (r.completionTokens - 1) / ((r.end - r.first) / 1000), cpu };
+}
+
+/** CPU time per streamed token, in ms, of a thread (or a group of threads) of a server. */
+interface ThreadCpu {
+  thread: string;
+  ms: number;
+}
+
+/** Each thread's name and CPU seconds (user + system) so far, by thread id; empty where /proc is not there. */
+function threadCpu(pid: number): Map<number, { name: string; seconds: number }> {
+  const threads = new Map<number, { name: string; seconds: number }>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        threads.set(Number(tid), { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), seconds: statCpuSeconds(stat) });
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+  } catch {
+    // Not Linux.
+  }
+  return threads;
+}
+
+/** Per thread name, the median over rounds of the CPU per token; threads under 0.005 ms left out. */
+function cpuByThread(rounds: ThreadCpu[][]): string {
+  const byName = new Map<string, number[]>();
+  for (const round of rounds) {
+    const sums = new Map<string, number>();
+    for (const { thread, ms } of round) sums.set(thread, (sums.get(thread) ?? 0) + ms);
+    for (const [thread, ms] of sums) byName.set(thread, [...(byName.get(thread) ?? []), ms]);
+  }
+  return [...byName]
+    .map(([thread, values]) => ({ thread, ms: median(values) }))
+    .filter((x) => x.ms >= 0.005)
+    .sort((a, b) => b.ms - a.ms)
+    .map((x) => `${x.thread} ${x.ms.toFixed(2)}`)
+    .join(", ");
 }
 
 /** Aggregate rate of `slots` streams started together: all tokens ÷ time from the first token to the last. */
@@ -292,11 +345,15 @@ async function promptEval(t: Target, seed: number): Promise<{ cold: number; warm
 /** CPU seconds (user + system) a process has used so far; NaN where /proc is not there (not Linux). */
 function cpuSeconds(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return Number.NaN;
   }
+}
+/** User + system CPU seconds from a /proc stat line (fields counted after the name, which may hold ") "). */
+function statCpuSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout?.trim()) || 100;
 
@@ -329,8 +386,9 @@ interface Series {
   models: number[];
   modelsCpuUs: number[];
   promptTokens: number[];
+  singleCpu: ThreadCpu[][];
 }
-const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [] });
+const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [], singleCpu: [] });
 
 async function measureThreads(binary: string, model: string, threads: number) {
   log(`threads ${threads}: starting both servers (load ${load()})`);
@@ -352,7 +410,12 @@ async function measureThreads(binary: string, model: string, threads: number) {
     }
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? [ours, peer] : [peer, ours];
-      for (const t of order) if (want("single")) series[t.name].single.push(await singleStream(t));
+      for (const t of order) {
+        if (!want("single")) continue;
+        const r = await singleStream(t);
+        series[t.name].single.push(r.rate);
+        series[t.name].singleCpu.push(r.cpu);
+      }
       for (const t of order) if (want("concurrent")) series[t.name].concurrent.push(await concurrentStreams(t));
       for (const t of order) {
         if (!want("prompt")) continue;
@@ -388,8 +451,8 @@ function report(results: Result[]): string {
   const head = `| Measure | ${results.map((r) => `threads ${r.threads}`).join(" | ")} |`;
   lines.push(head, `|---|${results.map(() => "---").join("|")}|`);
   const row = (label: string, cell: (r: Result) => string) => lines.push(`| ${label} | ${results.map(cell).join(" | ")} |`);
-  const m = (r: Result, who: Target["name"], k: keyof Series) => median(r.series[who][k]);
-  const ratioCell = (r: Result, k: keyof Series, unit: string, invert = false, digits = 1) => {
+  const m = (r: Result, who: Target["name"], k: Exclude<keyof Series, "singleCpu">) => median(r.series[who][k]);
+  const ratioCell = (r: Result, k: Exclude<keyof Series, "singleCpu">, unit: string, invert = false, digits = 1) => {
     const a = m(r, "ours", k);
     const b = m(r, "llama-server", k);
     const ratio = invert ? b / a : a / b;
@@ -418,6 +481,10 @@ function report(results: Result[]): string {
     lines.push(
       `threads ${r.threads}: prompt tokens ${pt}; single-stream ratio per round ${pairs.map((x) => x.toFixed(2)).join(" ")}; load average per round ${r.loads.map((l) => l.split(" ")[0]).join(", ")}`,
     );
+    if (r.series.ours.singleCpu.length > 0)
+      lines.push(
+        `threads ${r.threads}: single stream, server CPU ms per token by thread: ours ${cpuByThread(r.series.ours.singleCpu)}; llama-server ${cpuByThread(r.series["llama-server"].singleCpu)}`,
+      );
   }
   return lines.join("\n");
 }
