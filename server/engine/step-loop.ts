@@ -209,25 +209,21 @@ export class StepLoop {
    */
   async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => boolean = () => true): AsyncGenerator<SampledStep, void, unknown> {
     let feed = tokens;
-    this.live++;
-    this.soloInterrupt?.();
-    if (feed.length > MAX_STEP_FEED) {
-      // The prompt: node-llama-cpp batches it and shifts the context if it must; its last token is decoded
-      // here, so that every token of the evaluation comes from this one sampler. A seed then gives the same
-      // answer whether the prompt was read fresh or mostly from the cache (one random stream, not two).
-      try {
-        await sequence.evaluateWithoutGeneratingNewTokens(feed.slice(0, -1));
-      } catch (err) {
-        this.live--;
-        throw err;
-      }
-      feed = feed.slice(-1);
-    }
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
     const track: Track = { sequence: internals, sampler, options, more, ahead: null, closed: false };
+    // Counted from here, prompt included: a solo run under way ends as this evaluation starts.
+    this.live++;
+    this.soloInterrupt?.();
     try {
+      if (feed.length > MAX_STEP_FEED) {
+        // The prompt: node-llama-cpp batches it and shifts the context if it must; its last token is decoded
+        // here, so that every token of the evaluation comes from this one sampler. A seed then gives the same
+        // answer whether the prompt was read fresh or mostly from the cache (one random stream, not two).
+        await sequence.evaluateWithoutGeneratingNewTokens(feed.slice(0, -1));
+        feed = feed.slice(-1);
+      }
       while (true) {
         const ahead = track.ahead;
         track.ahead = null;
