@@ -26,6 +26,7 @@ const FLUSH_MS = 8;
 export class SseResponse {
   private keepalive: NodeJS.Timeout | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
+  private flushQueued = false;
   private pending: string[] = [];
   private lastFlush = 0;
   private lastWrite = Date.now();
@@ -78,8 +79,21 @@ export class SseResponse {
     this.pending.push(frame);
     if (this.drained) await this.drained;
     const now = performance.now();
-    if (now - this.lastFlush >= FLUSH_MS) this.flush();
+    if (now - this.lastFlush >= FLUSH_MS) this.flushSoon();
     else this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS - (now - this.lastFlush));
+  }
+
+  /**
+   * Flushes once the frames being written now are all in: after the current run of promise jobs (the
+   * tokens the engine hands over together are encoded in one), so they go out in one write.
+   */
+  private flushSoon(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
   }
 
   end(): void {
