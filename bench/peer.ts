@@ -5,7 +5,7 @@
 //
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
-//                             [--busy PERCENT]
+//                             [--busy PERCENT] [--warmup-streams N (default 20)]
 // --busy runs another process for the whole run that keeps one core busy that share of the time (busy
 // 10 ms out of every 10 / PERCENT × 100 ms; 100: all the time): the browser or build a user's laptop runs
 // beside the server, and what spinning threads do then.
@@ -38,6 +38,7 @@ const { values } = parseArgs({
     json: { type: "string" },
     only: { type: "string" },
     busy: { type: "string" },
+    "warmup-streams": { type: "string", default: "20" },
   },
 });
 const rounds = Number(values.rounds);
@@ -45,6 +46,7 @@ const tokens = Number(values.tokens);
 const slots = Number(values.slots);
 const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
+const warmupStreams = Number(values["warmup-streams"]);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
 if (!(busyPercent >= 0 && busyPercent <= 100)) throw new Error(`--busy takes a percentage from 0 to 100, not ${values.busy}`);
@@ -402,10 +404,13 @@ async function measureThreads(binary: string, model: string, threads: number) {
     // Warm-up: first requests pay for allocations, page faults of the weights and template compilation.
     for (const t of [ours, peer]) {
       log(`warm-up ${t.name}`);
-      await singleStream(t);
+      // A server runs for hours: measure its steady state. Each token passes a chain of async generators,
+      // which V8 optimises only after some thousands of tokens: over the first 40 streams of 200 tokens our
+      // JavaScript thread's time per token fell from 0.30 to 0.19 ms (docs/performance.md, section 16).
+      for (let i = 0; i < warmupStreams; i++) await singleStream(t);
       await concurrentStreams(t);
-      // A server runs for hours: measure its steady state. V8 needs a few thousand requests (about 3 s here)
-      // before the route runs optimised code; untouched, the first second measured JIT, not serving.
+      // V8 needs a few thousand requests (about 3 s here) before the route runs optimised code; untouched,
+      // the first second measured JIT, not serving.
       if (want("models")) await modelsRps(t, 5000);
     }
     for (let round = 0; round < rounds; round++) {
