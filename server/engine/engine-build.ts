@@ -24,7 +24,7 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../version.js";
 
 /** Our patches to node-llama-cpp's addon source, in the order they apply (resources/engine-patches/NAME.patch). */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2"]);
 
 /**
  * The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly, and the

@@ -61,9 +61,10 @@ export interface GenerationSetup {
    */
   /**
    * Evaluates instead of `sequence.evaluateWithMetadata`. `more` says, when a token has just been sampled,
-   * whether the generation can go on after it (its budget): the step loop decodes the token ahead only then.
+   * how many more tokens the generation can take after it (its budgets; 0: none): the step loop decodes
+   * tokens ahead only within it.
    */
-  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => boolean) => AsyncIterable<SampledToken>;
+  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number) => AsyncIterable<SampledToken>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -281,7 +282,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     if (signal.aborted) return;
     const metadata = metadataFor_(phase);
     const iterator = setup.evaluate
-      ? setup.evaluate(feed, metadata, optionsFor(phase), () => completion + pending + 1 < maxCompletion)
+      ? setup.evaluate(feed, metadata, optionsFor(phase), () =>
+          Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
+        )
       : (sequence.evaluateWithMetadata(feed, metadata, optionsFor(phase)) as AsyncIterable<SampledToken>);
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;

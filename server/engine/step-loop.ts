@@ -53,7 +53,7 @@ interface Binding {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
   sampleToken(batchLogitIndex: number, sampler: unknown): Promise<number>;
-  /** Only in `svc engine build`'s binaries (resources/engine-patches/solo-loop.patch); see `solo` below. */
+  /** Only in `svc engine build`'s binaries (resources/engine-patches/solo-loop-2.patch); see `solo` below. */
   runSolo?(
     sequenceId: number,
     position: number,
@@ -62,10 +62,12 @@ interface Binding {
     maxPosition: number,
     maxSamples: number,
     askWaitMs: number,
-    allowFirst: boolean,
-    callback: (token: number, decoded?: number, error?: string) => void,
+    allowFirst: number,
+    callback: (tokens: number[] | -1, decoded?: number, error?: string) => void,
+    ahead: number,
+    deliverMs: number,
   ): void;
-  soloAsk?(asked: number, allow: boolean): void;
+  soloAsk?(asked: number, allow: number): void;
   soloStop?(): void;
 }
 interface Sampler {
@@ -86,8 +88,8 @@ interface Track {
   sequence: SequenceInternals;
   sampler: Sampler;
   options: SequenceEvaluateOptions;
-  /** Whether the generation can go on after the token just sampled (decoded ahead only then). */
-  more: () => boolean;
+  /** How many more tokens the generation can take after the one just sampled (decoded ahead only if any). */
+  more: () => number;
   ahead: Ahead | null;
   closed: boolean;
 }
@@ -140,8 +142,26 @@ export interface SampledStep {
 /** The most tokens one solo run samples before it hands the context back (and a new run starts). */
 export const SOLO_MAX_SAMPLES = 32;
 
+/**
+ * A solo run posts its tokens to JavaScript together, at most every SOLO_DELIVER_MS (the first of a run
+ * at once, and always before it waits or ends), and samples up to SOLO_AHEAD tokens past the one the
+ * generation asked for last, so that it does not wait for JavaScript to take a batch in. JavaScript then
+ * wakes once for the five tokens a fast model makes in 16 ms instead of for each, and leaves the cores to
+ * the decode (docs/performance.md, section 16); no token waits longer than one frame of a 60 Hz screen,
+ * and a model slower than 60 tokens/s has each token posted at once. Tokens sampled past where the
+ * generation stops are taken out of the sequence again, as a token decoded ahead (`solo`).
+ */
+export const SOLO_AHEAD = 16;
+export const SOLO_DELIVER_MS = 16;
+
 /** `SVC_SOLO_LOOP=0` keeps lone generations on the token-by-token path (to compare the two). */
 const soloEnabled = () => process.env.SVC_SOLO_LOOP !== "0";
+
+/** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
+function budget(track: Track): number {
+  const more = track.more();
+  return more > 0 ? Math.min(Math.floor(more), 1 << 20) : 0;
+}
 
 /** The queue of those waiting for a lifecycle-utils lock (not public API; the solo loop stays off without it). */
 function lockWaiters(lock: object): { isEmpty: boolean } | null {
@@ -205,9 +225,9 @@ export class StepLoop {
   /**
    * Like `sequence.evaluateWithMetadata(tokens, {}, options)` with `yieldEogToken`: yields each sampled
    * token, end-of-generation tokens included; the caller stops pulling when it is done. `more()`, asked
-   * as each token is sampled, says whether the caller can go on after it (false: its budget ends there).
+   * as each token is sampled, says how many more tokens the caller can take after it (0: its budget ends there).
    */
-  async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => boolean = () => true): AsyncGenerator<SampledStep, void, unknown> {
+  async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => number = () => Number.MAX_SAFE_INTEGER): AsyncGenerator<SampledStep, void, unknown> {
     let feed = tokens;
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
@@ -279,17 +299,18 @@ export class StepLoop {
   }
 
   /**
-   * A lone evaluation's steps on a thread of the binding's own (solo-loop.patch): it decodes the feed,
-   * samples, and decodes each sampled token ahead once the generation has asked for it, without a trip
-   * through JavaScript between two tokens; the tokens come here as they are sampled and are yielded as the
-   * generation asks. The run holds the context lock and ends, without decoding the token it just sampled,
-   * when that token ends the generation or its budget, when the generation has not asked within
-   * AHEAD_WAIT_MS, after SOLO_MAX_SAMPLES tokens, or when anyone else wants the context (another
-   * evaluation's step or prompt, or node-llama-cpp's own work waiting for the lock). The lock goes as the
-   * run ends, not once the generation has taken its tokens: a reader that stalls holds no one up. Returns
-   * the next feed (the last token sampled, not decoded), or null when the run could not start (the caller
-   * steps instead). A generation that stops has the tokens decoded past the one it asked for last taken
-   * out again, exactly as a dropped decode ahead.
+   * A lone evaluation's steps on a thread of the binding's own (solo-loop-2.patch): it decodes the feed,
+   * samples, and decodes each sampled token at once, without a trip through JavaScript between two tokens,
+   * up to SOLO_AHEAD tokens past the one the generation asked for last and never past its budget; the
+   * tokens come here a few at a time (SOLO_DELIVER_MS) and are yielded as the generation asks. The run
+   * holds the context lock and ends, without decoding the token it just sampled, when that token ends the
+   * generation or its budget, when the generation has not caught up within AHEAD_WAIT_MS of the run
+   * reaching SOLO_AHEAD, after SOLO_MAX_SAMPLES tokens, or when anyone else wants the context (another
+   * evaluation's step or prompt at once; node-llama-cpp's own work waiting for the lock at the next
+   * handover). The lock goes as the run ends, not once the generation has taken its tokens: a reader that
+   * stalls holds no one up. Returns the next feed (the last token sampled, not decoded), or null when the
+   * run could not start (the caller steps instead). A generation that stops has the tokens decoded past the
+   * one it asked for last taken out again, exactly as a dropped decode ahead.
    */
   private async *solo(track: Track, feed: Token[]): AsyncGenerator<SampledStep, Token[] | null, unknown> {
     const binding = (this.context as unknown as { _ctx: Required<Binding> })._ctx;
@@ -326,14 +347,14 @@ export class StepLoop {
     };
     track.sampler.applyConfig(sequence._resolveSamplerConfig(track.options));
     try {
-      binding.runSolo(sequence._sequenceId, start, Uint32Array.from(feed), track.sampler, this.context.contextSize - 2, SOLO_MAX_SAMPLES, AHEAD_WAIT_MS, track.more(), (token, count, message) => {
-        if (token === -1) end(count ?? 0, message);
+      binding.runSolo(sequence._sequenceId, start, Uint32Array.from(feed), track.sampler, this.context.contextSize - 2, SOLO_MAX_SAMPLES, AHEAD_WAIT_MS, budget(track), (tokens, count, message) => {
+        if (tokens === -1) end(count ?? 0, message);
         else {
-          sampled.push(token as Token);
+          for (const token of tokens) sampled.push(token as Token);
           if (!waiters.isEmpty || this.pending.length > 0) interrupt();
         }
         notify();
-      });
+      }, SOLO_AHEAD, SOLO_DELIVER_MS);
     } catch (err) {
       lock.dispose();
       throw err;
@@ -350,8 +371,8 @@ export class StepLoop {
         }
         const token = sampled[taken++]!;
         yield { token };
-        // The generation asks for its next token; `more` says whether it could go on after that one.
-        binding.soloAsk(taken + 1, track.more());
+        // The generation asks for its next token; `more` says how many it could take after that one.
+        binding.soloAsk(taken + 1, budget(track));
       }
       completed = true;
     } finally {
@@ -514,7 +535,7 @@ export class StepLoop {
 
   /** Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it. */
   private decodeAhead(track: Track, token: Token): void {
-    if (track.closed || this.model.isEogToken(token) || !track.more()) return;
+    if (track.closed || this.model.isEogToken(token) || track.more() <= 0) return;
     if (track.sequence._nextTokenIndex + 1 >= this.context.contextSize - 1) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));

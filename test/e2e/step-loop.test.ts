@@ -126,8 +126,8 @@ describe("StepLoop", () => {
     const p = prompt("a budget of ten");
     let taken = 0;
     try {
-      // As generation.ts says it: more after this token while fewer than 10 have been taken in before it.
-      for await (const _ of loop.evaluate(s, p, { temperature: 0, yieldEogToken: true }, () => taken + 1 < 10)) if (++taken === 10) break;
+      // As generation.ts says it: the tokens it can take after this one, 10 in all.
+      for await (const _ of loop.evaluate(s, p, { temperature: 0, yieldEogToken: true }, () => 10 - (taken + 1))) if (++taken === 10) break;
     } finally {
       undo();
     }

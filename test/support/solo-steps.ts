@@ -1,4 +1,4 @@
-// The step loop's solo runs (resources/engine-patches/solo-loop.patch) against node-llama-cpp's own
+// The step loop's solo runs (resources/engine-patches/solo-loop-2.patch) against node-llama-cpp's own
 // evaluate, with the build the server would load, in a process of its own; prints what it found as JSON.
 // Run by test/engine-build/engine-build.test.ts: node --import tsx test/support/solo-steps.ts
 import { mkdtempSync, rmSync } from "node:fs";
@@ -34,16 +34,20 @@ async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (
 }
 
 let calls: Record<string, number> = {};
-/** Tokens each solo run sampled (its callback's calls before the run's end). */
+/** Tokens each solo run sampled (what its callback was given before the run's end), and the callback's calls with tokens. */
 let samplesPerRun: number[] = [];
+let deliveries = 0;
 spyOnBinding(context, (method, args) => {
   calls[method] = (calls[method] ?? 0) + 1;
   if (method !== "runSolo") return;
   const run = samplesPerRun.push(0) - 1;
-  const callback = args[8] as (token: number, ...rest: unknown[]) => void;
-  args[8] = (token: number, ...rest: unknown[]) => {
-    if (token !== -1) samplesPerRun[run]!++;
-    callback(token, ...rest);
+  const callback = args[8] as (tokens: number[] | -1, ...rest: unknown[]) => void;
+  args[8] = (tokens: number[] | -1, ...rest: unknown[]) => {
+    if (tokens !== -1) {
+      samplesPerRun[run]! += tokens.length;
+      deliveries++;
+    }
+    callback(tokens, ...rest);
   };
 });
 /**
@@ -52,11 +56,12 @@ spyOnBinding(context, (method, args) => {
  * machine), so what is reported is what holds either way: the runs, the most tokens one run sampled, and
  * the tokens all runs sampled together.
  */
-const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Record<string, number>; runs: { runs: number; longest: number; sampled: number } }> => {
+const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Record<string, number>; runs: { runs: number; longest: number; sampled: number; deliveries: number } }> => {
   calls = {};
   samplesPerRun = [];
+  deliveries = 0;
   const value = await run();
-  const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0) };
+  const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0), deliveries };
   return { value, calls: { ...calls }, runs };
 };
 const loop = new StepLoop(context, model, (dispatch) => dispatch());
@@ -87,12 +92,12 @@ const results: Record<string, unknown> = { build: "local" };
   results.seeded = { sameTokens: same(a.value, b), distinct: new Set(a.value).size, ...a.runs };
 }
 {
-  // A budget of ten: tokens 1 to 9 are decoded ahead, the 10th is not (as on the token-by-token path).
+  // A budget of ten: tokens 1 to 9 are decoded ahead, the 10th is not, and nothing is sampled past it.
   const s = context.getSequence();
   const p = prompt("a budget of ten");
   let taken = 0;
   const a = await counted(async () => {
-    for await (const _ of loop.evaluate(s, p, greedy, () => taken + 1 < 10)) if (++taken === 10) break;
+    for await (const _ of loop.evaluate(s, p, greedy, () => 10 - (taken + 1))) if (++taken === 10) break;
   });
   results.budget = { next: s.nextTokenIndex - p.length, ...a.runs };
   s.dispose();
@@ -118,8 +123,9 @@ const results: Record<string, unknown> = { build: "local" };
   s2.dispose();
 }
 {
-  // A reader that stalls holds no one up: the run ends 4 ms after the ask it waits for and lets the context
-  // go, so node-llama-cpp's own work on another sequence (a prompt read) goes ahead meanwhile.
+  // A reader that stalls holds no one up: the run samples SOLO_AHEAD tokens past its last ask, ends 4 ms
+  // later and lets the context go, so node-llama-cpp's own work on another sequence (a prompt read) goes
+  // ahead meanwhile; the tokens decoded past what the reader took are taken out again.
   const [s1, s2] = [context.getSequence(), context.getSequence()];
   const tokens = loop.evaluate(s1, prompt("a stalled reader"), greedy)[Symbol.asyncIterator]();
   for (let i = 0; i < 5; i++) await tokens.next();

@@ -34,7 +34,7 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change", () => {
-    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop"]);
+    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2"]);
     for (const name of ADDON_PATCHES) {
       const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8"));
       expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
@@ -49,9 +49,13 @@ describe("node-llama-cpp addon patches", () => {
     expect(cpp).toContain("void AddonContext::ensureThreadpool()");
     expect(cpp).toContain("llama_attach_threadpool(ctx, threadpool, threadpool);");
     expect(readFileSync(join(dir, "llama/addon/AddonContext.h"), "utf8")).toContain("ggml_threadpool* threadpool = nullptr;");
-    // solo-loop.patch, applied after it: the binding's runSolo, soloAsk and soloStop.
+    // Its workers sleep between decodes unless SVC_GGML_POLL says otherwise.
+    expect(cpp).toContain("params.poll = 0;");
+    // solo-loop-2.patch, applied after it: the binding's runSolo, soloAsk and soloStop.
     expect(cpp).toContain('InstanceMethod("runSolo", &AddonContext::RunSolo),');
     expect(cpp).toContain("void AddonContext::stopSoloAndWait()");
+    // ...whose runs post their tokens to JavaScript several at a time.
+    expect(cpp).toContain("std::chrono::milliseconds(deliverMs)");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
     restore();
@@ -71,13 +75,15 @@ describe("node-llama-cpp addon patches", () => {
   });
 
   it("builds are told apart by the patches compiled in", () => {
-    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop");
+    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2");
     expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
     const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
     expect(engineBuildKind(earlier)).toBe("earlier");
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "something-else" })).toBe("earlier");
     // A build with the first patch only (an earlier svc's) is an earlier build too.
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool" })).toBe("earlier");
+    // So is the previous svc's, whose solo runs post each token alone (and take another binding API).
+    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop" })).toBe("earlier");
     expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();
