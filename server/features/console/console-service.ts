@@ -343,7 +343,9 @@ export class ConsoleService implements ConsoleApi {
     };
     this.jobs.set(job.view.id, job);
     const onEvent = (event: PullEvent) => {
-      job.view.phase = event.phase;
+      // "done" is set when the pull has returned (its lock released, the line logged), not by its last event:
+      // a view that says done before then raced the log line and the lock (seen in the console test).
+      if (event.phase !== "done") job.view.phase = event.phase;
       if ("file" in event) job.view.file = event.file;
       if (event.phase === "downloading") {
         job.view.downloadedBytes = event.progress.downloadedBytes;
