@@ -42,6 +42,7 @@ const engine = server.engineHost.engine();
 const llamaEngine = ((engine as unknown as { inner?: object }).inner ?? engine) as unknown as { context: { _ctx: Record<string, unknown> } };
 
 // Timestamps at the binding: decode sent (d0, with the batch's token count) and done (d1), sampled (s1).
+// Where a step's samplings run in its decode's job (decodeBatchAndSample), done and sampled are one moment.
 type Mark = { kind: "d0" | "d1" | "s1"; at: number; size?: number };
 let marks: Mark[] = [];
 let recording = false;
@@ -57,6 +58,18 @@ const traced: Record<string, (call: (...a: unknown[]) => unknown, args: unknown[
     if (recording) marks.push({ kind: "d0", at: performance.now(), size });
     return (call(...args) as Promise<unknown>).then((v) => {
       if (recording) marks.push({ kind: "d1", at: performance.now() });
+      return v;
+    });
+  },
+  // `svc engine build`'s binaries: the decode and its samplings in one job (step-loop.ts, `dispatch`).
+  decodeBatchAndSample: (call, args) => {
+    const size = batchSize;
+    if (recording) marks.push({ kind: "d0", at: performance.now(), size });
+    return (call(...args) as Promise<unknown>).then((v) => {
+      if (recording) {
+        const at = performance.now();
+        marks.push({ kind: "d1", at }, { kind: "s1", at });
+      }
       return v;
     });
   },
@@ -134,8 +147,8 @@ function summarize(label: string, generated: number, ms: number): string {
   let sampled = 0;
   for (const m of marks) {
     if (m.kind === "d0") {
-      if (sampled > done) between.push(m.at - sampled);
-      if (done > 0 && sampled > done) sampling.push(sampled - done);
+      if (done > 0 && sampled >= done) between.push(m.at - sampled);
+      if (done > 0 && sampled >= done) sampling.push(sampled - done);
       sizes.set(m.size!, (sizes.get(m.size!) ?? 0) + 1);
       sent = m.at;
     } else if (m.kind === "d1") {

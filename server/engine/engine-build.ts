@@ -13,8 +13,9 @@
 //
 // The build also compiles in changes of ours to node-llama-cpp's addon (resources/engine-patches/, applied
 // to its source for the build and taken out again after): a thread pool kept for each context's life instead
-// of threads started and joined for every decode (docs/performance.md, section 13), and a lone generation's
-// tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts `solo`).
+// of threads started and joined for every decode (docs/performance.md, section 13), a lone generation's
+// tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts `solo`), and the
+// tokens of a step of several sequences sampled in the job that decodes it (section 17; step-loop.ts `dispatch`).
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
@@ -24,7 +25,7 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../version.js";
 
 /** Our patches to node-llama-cpp's addon source, in the order they apply (resources/engine-patches/NAME.patch). */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2", "step-sampling"]);
 
 /**
  * The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly, and the

@@ -69,6 +69,11 @@ interface Binding {
   ): void;
   soloAsk?(asked: number, allow: number): void;
   soloStop?(): void;
+  /**
+   * Only in `svc engine build`'s binaries (resources/engine-patches/step-sampling.patch): decodeBatch, then
+   * each listed logit sampled with its sampler in the same job; -1 where sampling failed. See `dispatch`.
+   */
+  decodeBatchAndSample?(logitIndexes: Uint32Array, samplers: unknown[]): Promise<number[]>;
 }
 interface Sampler {
   applyConfig(config: unknown): void;
@@ -92,6 +97,9 @@ interface Track {
   more: () => number;
   ahead: Ahead | null;
   closed: boolean;
+  /** Its sampler settings are the same for every token (`samplesAhead`): applied once, not for each token. */
+  fixed: boolean;
+  configured: boolean;
 }
 
 /**
@@ -112,6 +120,12 @@ interface Ahead {
   dropped: boolean;
   /** Where the token went in the sequence; -1 until it is decoded. */
   position: number;
+  /**
+   * The token after it, sampled in its decode's job (`decodeBatchAndSample`) before the generation asked
+   * for it; kept for the ask. `sampled` stays false until then, so a generation that stops without asking
+   * has the token taken out again as usual.
+   */
+  presampled: Token | undefined;
   /** The generation's ask; resolved with null when it must be decoded again (it went stale). */
   ask: { resolve(token: Token | null): void; reject(err: unknown): void } | null;
   /** Settles when the dispatch that took it is done with it. */
@@ -156,11 +170,33 @@ export const SOLO_DELIVER_MS = 16;
 
 /** `SVC_SOLO_LOOP=0` keeps lone generations on the token-by-token path (to compare the two). */
 const soloEnabled = () => process.env.SVC_SOLO_LOOP !== "0";
+/** `SVC_STEP_SAMPLING=0` samples a step's tokens in jobs of their own after its decode (to compare the two). */
+const stepSamplingEnabled = () => process.env.SVC_STEP_SAMPLING !== "0";
 
 /** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
 function budget(track: Track): number {
   const more = track.more();
   return more > 0 ? Math.min(Math.floor(more), 1 << 20) : 0;
+}
+
+/**
+ * Whether a track's next token may be sampled before its generation asks for it (in a solo run, or in its
+ * decode's job): its sampler settings do not change from token to token. Repeat penalties read the tokens
+ * the generation has taken in, and a bias function may answer differently each time.
+ */
+function samplesAhead(options: SequenceEvaluateOptions): boolean {
+  return !options.repeatPenalty && !options.dryRepeatPenalty && typeof options.tokenBias !== "function";
+}
+
+/**
+ * Applies the track's sampler settings before a sampling: every time where they change from token to token
+ * (repeat penalties read the tokens taken in), once where they do not. Resolving and applying them cost
+ * 40 to 50 µs a sequence in a step of four (a sixth of the JavaScript between two decodes).
+ */
+function configure(track: Track): void {
+  if (track.fixed && track.configured) return;
+  track.sampler.applyConfig(track.sequence._resolveSamplerConfig(track.options));
+  track.configured = true;
 }
 
 /** The queue of those waiting for a lifecycle-utils lock (not public API; the solo loop stays off without it). */
@@ -232,7 +268,7 @@ export class StepLoop {
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
-    const track: Track = { sequence: internals, sampler, options, more, ahead: null, closed: false };
+    const track: Track = { sequence: internals, sampler, options, more, ahead: null, closed: false, fixed: samplesAhead(options), configured: false };
     // Counted from here, prompt included: a solo run under way ends as this evaluation starts.
     this.live++;
     this.soloInterrupt?.();
@@ -291,9 +327,7 @@ export class StepLoop {
       !this.running &&
       this.pending.length === 0 &&
       this.pendingAhead.length === 0 &&
-      !options.repeatPenalty &&
-      !options.dryRepeatPenalty &&
-      typeof options.tokenBias !== "function" &&
+      samplesAhead(options) &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1
     );
   }
@@ -345,7 +379,7 @@ export class StepLoop {
       if (this.soloInterrupt === interrupt) this.soloInterrupt = null;
       lock.dispose();
     };
-    track.sampler.applyConfig(sequence._resolveSamplerConfig(track.options));
+    configure(track);
     try {
       binding.runSolo(sequence._sequenceId, start, Uint32Array.from(feed), track.sampler, this.context.contextSize - 2, SOLO_MAX_SAMPLES, AHEAD_WAIT_MS, budget(track), (tokens, count, message) => {
         if (tokens === -1) end(count ?? 0, message);
@@ -402,6 +436,10 @@ export class StepLoop {
   /** The token after an ahead decode, sampled by the dispatch that decodes it; null: decode it again. */
   private sampleAhead(ahead: Ahead): Promise<Token | null> {
     if (ahead.error != null) return Promise.reject(ahead.error);
+    if (ahead.presampled !== undefined) {
+      ahead.sampled = true;
+      return Promise.resolve(ahead.presampled);
+    }
     return new Promise<Token | null>((resolve, reject) => {
       ahead.ask = { resolve, reject };
       this.wakeAskWaiter();
@@ -455,8 +493,16 @@ export class StepLoop {
         const binding = (this.context as unknown as { _ctx: Binding })._ctx;
         binding.initBatch(entries.reduce((n, e) => n + e.feed.length, 0));
         const logitIndexes = entries.map((e) => binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.feed), Uint32Array.of(e.feed.length - 1))[0]!);
+        // With `svc engine build`'s binaries, the tokens are sampled in the decode's own job when every
+        // track's settings allow sampling before the ask: one trip through the libuv pool a step instead of
+        // one for the decode and one for each sampling (docs/performance.md, section 17).
+        const presample = stepSamplingEnabled() && typeof binding.decodeBatchAndSample === "function" && entries.every((e) => e.track.fixed);
+        let presampled: number[] | null = null;
         try {
-          await binding.decodeBatch();
+          if (presample) {
+            for (const e of entries) configure(e.track);
+            presampled = await binding.decodeBatchAndSample!(Uint32Array.from(logitIndexes), entries.map((e) => e.track.sampler));
+          } else await binding.decodeBatch();
         } catch (err) {
           for (const a of aheads) a.error = err;
           throw err;
@@ -472,8 +518,14 @@ export class StepLoop {
         await this.awaitAsks(aheads);
         const sampled = await Promise.all(
           entries.map((e, i) => {
+            if (presampled !== null) {
+              // Not asked for yet: kept for the ask (sampleAhead), neither handed over nor decoded ahead.
+              // (A failed sampling, -1, is not kept: the ask decodes the token again and samples anew.)
+              if (e.ahead && !e.ahead.dropped && e.ahead.ask === null && presampled[i] !== -1) e.ahead.presampled = presampled[i]! as Token;
+              return e.ahead && (e.ahead.dropped || e.ahead.ask === null) ? null : presampled[i]!;
+            }
             if (e.ahead && (e.ahead.dropped || e.ahead.ask === null)) return null;
-            e.track.sampler.applyConfig(e.track.sequence._resolveSamplerConfig(e.track.options));
+            configure(e.track);
             return binding.sampleToken(logitIndexes[i]!, e.track.sampler);
           }),
         );
@@ -496,7 +548,7 @@ export class StepLoop {
       for (const a of aheads) if (a.ask && !a.sampled) a.ask.reject(err);
     } finally {
       for (const a of aheads) {
-        if (!a.sampled && a.error == null) {
+        if (!a.sampled && a.presampled === undefined && a.error == null) {
           // Let go unsampled: an ask that came meanwhile decodes the token again.
           a.stale = true;
           if (a.ask && !a.dropped) a.ask.resolve(null);
@@ -546,6 +598,7 @@ export class StepLoop {
       sampled: false,
       dropped: false,
       position: -1,
+      presampled: undefined,
       ask: null,
       settled,
       settle,

@@ -87,6 +87,8 @@ interface ContextBinding {
   decodeBatch(): Promise<unknown>;
   /** Only in `svc engine build`'s binaries: a lone generation's steps on the addon's own thread (step-loop.ts). */
   runSolo?(...args: unknown[]): unknown;
+  /** Only in `svc engine build`'s binaries: a step's decode and its samplings in one job (step-loop.ts). */
+  decodeBatchAndSample?(...args: unknown[]): Promise<unknown>;
 }
 
 function isBinding(value: unknown): value is ContextBinding {
@@ -201,6 +203,12 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, opti
       binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
       return binding.decodeBatch();
     },
+    ...(typeof binding.decodeBatchAndSample === "function" && {
+      decodeBatchAndSample(...args: unknown[]) {
+        binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
+        return binding.decodeBatchAndSample!(...args);
+      },
+    }),
     // A solo run decodes one token at a time with the threads set as it starts; it lasts a few dozen
     // tokens, so the cap is read again as the next one starts.
     ...(typeof binding.runSolo === "function" && {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
-import { soloLoopOff, spyOnBinding } from "../support/binding-spy.js";
+import { engineBuildPathsOff, spyOnBinding } from "../support/binding-spy.js";
 
 let engine: LlamaEngine;
 let dir: string;
@@ -82,9 +82,10 @@ describe("LlamaEngine with 4 sequences", () => {
   });
 
   // These watch the token-by-token path at the binding: with `svc engine build`'s binaries present, a lone
-  // answer's steps would run solo instead (tested in test/engine-build), so they keep that path off.
+  // answer's steps would run solo, and steps sample in their decode's job (both tested in test/engine-build),
+  // so they keep those paths off.
   it("takes plain-text steps on the step loop, whose node-llama-cpp shapes are all there", async () => {
-    const soloBack = soloLoopOff();
+    const soloBack = engineBuildPathsOff();
     // Without them the loop turns itself off and every token goes through sequence.evaluate: slower, and
     // silently so; this test says so when a node-llama-cpp update moves them.
     const steps = (engine as unknown as { steps: { available: boolean; qualifies: (...args: unknown[]) => boolean } }).steps;
@@ -104,7 +105,7 @@ describe("LlamaEngine with 4 sequences", () => {
   });
 
   it("decodes nothing past an answer that ends at max_tokens (no token decoded ahead to take back)", async () => {
-    const soloBack = soloLoopOff();
+    const soloBack = engineBuildPathsOff();
     const steps: number[] = [];
     const undo = spyOnBinding((engine as unknown as { context: object }).context, (method, args) => {
       if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) steps.push(args[1] as number);

@@ -51,9 +51,13 @@ function decodeThreads(): { build: string; before: number; afterFirst: number; a
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as ReturnType<typeof decodeThreads>;
 }
 
-/** The step loop's solo runs against node-llama-cpp's evaluate (test/support/solo-steps.ts), in a fresh process. */
+/** The step loop's paths on the build (solo runs, samplings in the decode's job) against node-llama-cpp's evaluate (test/support/solo-steps.ts), in a fresh process. */
 type RunFacts = { runs: number; longest: number; sampled: number; deliveries: number; distinct?: number; stepSamplings?: number; [fact: string]: unknown };
-type SoloFacts = { build: string } & Partial<Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled", Record<string, unknown>>>;
+type SoloFacts = { build: string } & Partial<
+  Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled" | "together", Record<string, unknown>> & {
+      slowTogether: { slowSteps: number; [fact: string]: unknown };
+    }
+>;
 function soloSteps(): SoloFacts {
   const run = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "test", "support", "solo-steps.ts")], { encoding: "utf8", cwd: ROOT });
   expect(run.status, run.stderr.slice(-2000)).toBe(0);
@@ -71,7 +75,7 @@ describe("svc engine build", () => {
 
     const build = await runSvcAsync(["engine", "build"]);
     expect(build.stderr).toContain(
-      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop-2)",
+      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop-2,step-sampling)",
     );
     expect(build.status, build.stderr.slice(-3000)).toBe(0);
     expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
@@ -83,6 +87,7 @@ describe("svc engine build", () => {
     expect(addonSource()).toEqual(source);
     expect(source[0]).not.toContain("ensureThreadpool");
     expect(source[0]).not.toContain("RunSolo");
+    expect(source[0]).not.toContain("DecodeBatchAndSample");
 
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
@@ -125,6 +130,13 @@ describe("svc engine build", () => {
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeGreaterThanOrEqual(120);
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeLessThanOrEqual(121 + SOLO_AHEAD);
     expect(solo.penalties).toEqual({ runs: 0, samplings: 20 });
+    // step-sampling.patch: three sequences stepping together have every token sampled in its decode's job
+    // (each stream's 40th token decoded ahead has the one after it sampled too, unused), none in a sampling
+    // job of its own, with evaluate's tokens and state; a reader slower than the wait for asks is given the
+    // token sampled before it asked, with nothing decoded twice.
+    expect(solo.together).toEqual({ sameTokens: true, sameState: true, stepSampled: 123, samplings: 0, runs: 0 });
+    expect(solo.slowTogether).toMatchObject({ sameTokens: true, sameState: true, slowDecodedTwice: 0, samplings: 0, runs: 0 });
+    expect(solo.slowTogether!.slowSteps).toBeGreaterThanOrEqual(12);
     // A reader that stalls after 5 tokens lets the context go; what was decoded past its 4th token is taken
     // out again (the 5th and those after it, sampled ahead).
     expect(solo.stalled).toEqual({ outcome: "read", next: 4 });

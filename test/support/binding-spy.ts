@@ -20,14 +20,18 @@ export function spyOnBinding(context: object, spy: (method: string, args: unknow
 }
 
 /**
- * Keeps lone generations on the token-by-token path (`SVC_SOLO_LOOP=0`, read as each run would start), for
- * tests that watch that path at the binding on a machine that has `svc engine build`'s binaries. Returns the undo.
+ * Keeps every step on node-llama-cpp's token-by-token binding calls (decodeBatch, then sampleToken), for
+ * tests that watch that path at the binding on a machine that has `svc engine build`'s binaries: no solo
+ * runs for lone generations (`SVC_SOLO_LOOP=0`) and no samplings in the decode's job (`SVC_STEP_SAMPLING=0`),
+ * both read as each step or run starts. Returns the undo.
  */
-export function soloLoopOff(): () => void {
-  const before = process.env.SVC_SOLO_LOOP;
-  process.env.SVC_SOLO_LOOP = "0";
-  return () => {
-    if (before === undefined) delete process.env.SVC_SOLO_LOOP;
-    else process.env.SVC_SOLO_LOOP = before;
-  };
+export function engineBuildPathsOff(): () => void {
+  const names = ["SVC_SOLO_LOOP", "SVC_STEP_SAMPLING"] as const;
+  const before = names.map((name) => process.env[name]);
+  for (const name of names) process.env[name] = "0";
+  return () =>
+    names.forEach((name, i) => {
+      if (before[i] === undefined) delete process.env[name];
+      else process.env[name] = before[i];
+    });
 }

@@ -1,5 +1,6 @@
-// The step loop's solo runs (resources/engine-patches/solo-loop-2.patch) against node-llama-cpp's own
-// evaluate, with the build the server would load, in a process of its own; prints what it found as JSON.
+// The step loop's paths that need `svc engine build`'s binaries against node-llama-cpp's own evaluate, with
+// the build the server would load, in a process of its own; prints what it found as JSON: solo runs
+// (resources/engine-patches/solo-loop-2.patch) and a step's samplings in its decode's job (step-sampling.patch).
 // Run by test/engine-build/engine-build.test.ts: node --import tsx test/support/solo-steps.ts
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +8,7 @@ import { join } from "node:path";
 import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
-import { StepLoop } from "../../server/engine/step-loop.js";
+import { AHEAD_WAIT_MS, StepLoop } from "../../server/engine/step-loop.js";
 import { spyOnBinding } from "./binding-spy.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-solo-"));
@@ -23,6 +24,11 @@ const prompt = (text: string) => model.tokenize(`<|im_start|>user\n${text}<|im_e
 const state = (s: LlamaContextSequence) => JSON.stringify({ next: s.nextTokenIndex, tokens: s.contextTokens });
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** Disposed sequences come back to the context asynchronously (node-llama-cpp reclaims them under its lock). */
+async function sequencesFree(n: number): Promise<void> {
+  while (context.sequencesLeft < n) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
 async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (taken: number) => void): Promise<Token[]> {
   const out: Token[] = [];
   for await (const { token } of tokens) {
@@ -34,11 +40,17 @@ async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (
 }
 
 let calls: Record<string, number> = {};
+/** Tokens sampled in decode jobs (decodeBatchAndSample: one per sampler given). */
+let stepSampled = 0;
+/** Each single-token step's sequence and position, as added to a batch. */
+let stepPositions: Array<{ sequence: number; position: number }> = [];
 /** Tokens each solo run sampled (what its callback was given before the run's end), and the callback's calls with tokens. */
 let samplesPerRun: number[] = [];
 let deliveries = 0;
 spyOnBinding(context, (method, args) => {
   calls[method] = (calls[method] ?? 0) + 1;
+  if (method === "decodeBatchAndSample") stepSampled += (args[1] as unknown[]).length;
+  if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) stepPositions.push({ sequence: args[0] as number, position: args[1] as number });
   if (method !== "runSolo") return;
   const run = samplesPerRun.push(0) - 1;
   const callback = args[8] as (tokens: number[] | -1, ...rest: unknown[]) => void;
@@ -60,6 +72,8 @@ const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Rec
   calls = {};
   samplesPerRun = [];
   deliveries = 0;
+  stepSampled = 0;
+  stepPositions = [];
   const value = await run();
   const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0), deliveries };
   return { value, calls: { ...calls }, runs };
@@ -118,7 +132,7 @@ const results: Record<string, unknown> = { build: "local" };
     });
     return [first, await second!];
   });
-  results.interrupted = { sameTokens: same(a.value, alone), stops: a.calls.soloStop ?? 0, ...a.runs, stepSamplings: a.calls.sampleToken ?? 0 };
+  results.interrupted = { sameTokens: same(a.value, alone), stops: a.calls.soloStop ?? 0, ...a.runs, stepSamplings: (a.calls.sampleToken ?? 0) + stepSampled };
   s1.dispose();
   s2.dispose();
 }
@@ -138,7 +152,72 @@ const results: Record<string, unknown> = { build: "local" };
   s2.dispose();
 }
 {
+  // Three sequences stepping together (no solo runs): every step's tokens sampled in its decode's job, none
+  // in a job of its own, with the tokens and sequence state each gets alone from evaluate (each stops after
+  // its 40th token, decoded ahead and taken out again). Then one reader is slow every third token (longer
+  // than a batch waits for an ask): its token, sampled before it asked, is kept for the ask rather than
+  // decoded and sampled again.
+  const texts = ["first of three", "second of three", "third of three"];
+  const alone: Token[][] = [];
+  const aloneState: string[] = [];
+  for (const text of texts) {
+    const s = context.getSequence();
+    alone.push(await take(s.evaluateWithMetadata(prompt(text), {}, greedy), 40));
+    aloneState.push(JSON.stringify({ next: s.nextTokenIndex - prompt(text).length, tokens: s.contextTokens.slice(prompt(text).length) }));
+    s.dispose();
+  }
+  const batched = new StepLoop(context, model, (dispatch) => process.nextTick(dispatch));
+  await sequencesFree(3);
+  const after = (s: LlamaContextSequence, text: string) => JSON.stringify({ next: s.nextTokenIndex - prompt(text).length, tokens: s.contextTokens.slice(prompt(text).length) });
+  const seqs = texts.map(() => context.getSequence());
+  const a = await counted(() => Promise.all(texts.map((text, i) => take(batched.evaluate(seqs[i]!, prompt(text), greedy), 40))));
+  results.together = {
+    sameTokens: same(a.value, alone),
+    sameState: seqs.every((s, i) => after(s, texts[i]!) === aloneState[i]),
+    stepSampled,
+    samplings: a.calls.sampleToken ?? 0,
+    runs: a.runs.runs,
+  };
+  for (const s of seqs) s.dispose();
+
+  // The slow reader takes 12 tokens, waiting after every third; the other two take theirs about every 2 ms
+  // (well within the wait for asks) for 40, so the slow one never generates alone.
+  await sequencesFree(1);
+  const slowAlone = context.getSequence();
+  const slowTokens = await take(slowAlone.evaluateWithMetadata(prompt(texts[2]!), {}, greedy), 12);
+  const slowAloneState = after(slowAlone, texts[2]!);
+  slowAlone.dispose();
+  await sequencesFree(3);
+  const slowSeqs = texts.map(() => context.getSequence());
+  const slow = await counted(() =>
+    Promise.all(
+      texts.map(async (text, i) => {
+        const out: Token[] = [];
+        for await (const { token } of batched.evaluate(slowSeqs[i]!, prompt(text), greedy)) {
+          out.push(token);
+          if (i < 2) await new Promise((r) => setTimeout(r, 2));
+          else if (out.length % 3 === 0) await new Promise((r) => setTimeout(r, AHEAD_WAIT_MS * 4));
+          if (out.length === (i < 2 ? 40 : 12)) break;
+        }
+        return out;
+      }),
+    ),
+  );
+  const slowId = (slowSeqs[2] as unknown as { _sequenceId: number })._sequenceId;
+  const slowPositions = stepPositions.filter((p) => p.sequence === slowId).map((p) => p.position);
+  results.slowTogether = {
+    sameTokens: same(slow.value, [alone[0], alone[1], slowTokens]),
+    sameState: after(slowSeqs[0]!, texts[0]!) === aloneState[0] && after(slowSeqs[1]!, texts[1]!) === aloneState[1] && after(slowSeqs[2]!, texts[2]!) === slowAloneState,
+    slowSteps: slowPositions.length,
+    slowDecodedTwice: slowPositions.length - new Set(slowPositions).size,
+    samplings: slow.calls.sampleToken ?? 0,
+    runs: slow.runs.runs,
+  };
+  for (const s of slowSeqs) s.dispose();
+}
+{
   // Repeat penalties read the tokens taken in: they stay on the token-by-token path.
+  await sequencesFree(1);
   const s = context.getSequence();
   const punish: Token[] = [];
   const options: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true, repeatPenalty: { punishTokens: () => punish, penalty: 1.3 } };

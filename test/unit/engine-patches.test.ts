@@ -34,7 +34,7 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change", () => {
-    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2"]);
+    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2", "step-sampling"]);
     for (const name of ADDON_PATCHES) {
       const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8"));
       expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
@@ -56,6 +56,9 @@ describe("node-llama-cpp addon patches", () => {
     expect(cpp).toContain("void AddonContext::stopSoloAndWait()");
     // ...whose runs post their tokens to JavaScript several at a time.
     expect(cpp).toContain("std::chrono::milliseconds(deliverMs)");
+    // step-sampling.patch, applied last: a step's decode and its samplings in one job.
+    expect(cpp).toContain('InstanceMethod("decodeBatchAndSample", &AddonContext::DecodeBatchAndSample),');
+    expect(cpp).toContain("class AddonContextDecodeAndSampleWorker");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
     restore();
@@ -75,7 +78,7 @@ describe("node-llama-cpp addon patches", () => {
   });
 
   it("builds are told apart by the patches compiled in", () => {
-    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2");
+    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2,step-sampling");
     expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
     const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
     expect(engineBuildKind(earlier)).toBe("earlier");
@@ -84,6 +87,8 @@ describe("node-llama-cpp addon patches", () => {
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool" })).toBe("earlier");
     // So is the previous svc's, whose solo runs post each token alone (and take another binding API).
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop" })).toBe("earlier");
+    // And the one before this, without the samplings in the decode's job.
+    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2" })).toBe("earlier");
     expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();
