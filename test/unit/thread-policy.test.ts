@@ -103,8 +103,10 @@ function fakeContext() {
     setThreads: (n: number) => void (threads = n),
     getThreads: () => threads,
     decodeBatch: async () => void decodedWith.push(threads),
-    // `svc engine build`'s binaries: a solo run decodes with the threads set when it starts.
+    // `svc engine build`'s binaries: a solo run decodes with the threads set when it starts; a step's
+    // decode and samplings in one job, with the threads set when it is sent.
     runSolo: (..._args: unknown[]) => void decodedWith.push(threads),
+    decodeBatchAndSample: async (_indexes: Uint32Array, _samplers: unknown[]) => void decodedWith.push(threads),
   };
   const context = { _ctx: binding as unknown };
   /** Drives the binding the way node-llama-cpp's decode loop does. */
@@ -129,6 +131,21 @@ describe("applyThreadSplit", () => {
     await fake.decode([1], 2); // alone again
     expect(fake.decodedWith).toEqual([2, 1, 2, 2, 1]);
     expect(fake.binding().getThreads()).toBe(1);
+  });
+
+  it("sets the same counts for a step's decode and samplings in one job (svc engine build)", async () => {
+    const fake = fakeContext();
+    expect(applyThreadSplit(fake.context, { batch: 2, single: 1 })).toBe(true);
+    const step = async (sequences: number) => {
+      const ctx = fake.binding();
+      ctx.initBatch(sequences);
+      for (let seq = 0; seq < sequences; seq++) ctx.addToBatch(seq, 0, new Uint32Array(1), new Uint32Array([0]));
+      ctx.setThreads(2);
+      await ctx.decodeBatchAndSample(new Uint32Array(sequences), []);
+    };
+    await step(4);
+    await step(1);
+    expect(fake.decodedWith).toEqual([2, 1]);
   });
 
   it("leaves the context alone when there is nothing to split", () => {
