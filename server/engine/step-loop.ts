@@ -9,8 +9,9 @@
 //
 // Each sampled token is decoded ahead: its decode goes out with the batch that follows at once, before the
 // token is handed to its generation, whose work (and the codec's and HTTP's) then runs while it decodes;
-// the sampling after it waits for the generation's ask. A generation that stops or turns instead has the
-// token taken back out (see Ahead below).
+// the sampling after it waits for the generation's ask (with `svc engine build`'s binaries and settings that
+// do not change from token to token, it is done in the decode's job and the token kept for the ask; see
+// `dispatch`). A generation that stops or turns instead has the token taken back out (see Ahead below).
 //
 // A prompt (or any feed longer than a few tokens) is read by node-llama-cpp, which splits it into batches
 // and frees space by context shift, all but its last token, which is decoded here with the first step.
@@ -514,7 +515,9 @@ export class StepLoop {
           sequence._nextTokenIndex += e.feed.length;
           sequence._contextTokens.push(...e.feed);
         }
-        // The logits stay valid only while this batch holds the context: wait (briefly) for the asks.
+        // The logits stay valid only while this batch holds the context: wait (briefly) for the asks. (Tokens
+        // sampled in the decode's job need no logits; the wait lets the batch hand them over and decode them
+        // ahead together.)
         await this.awaitAsks(aheads);
         const sampled = await Promise.all(
           entries.map((e, i) => {
