@@ -77,7 +77,16 @@ describe.skipIf(skip !== null)("speech models on the Models page", () => {
   /** Waits for a download in the speech section to reach a phase; the row. */
   async function speechDownload(phase: string, timeout = 30_000) {
     const download = section().locator(`[data-testid="download"][data-phase="${phase}"]`);
-    await download.waitFor({ timeout });
+    try {
+      await download.waitFor({ timeout });
+    } catch (err) {
+      // Say where the downloads are instead (phase, figures, error), not only that none got there.
+      const shown = await section()
+        .getByTestId("download")
+        .evaluateAll((rows) => rows.map((r) => `${r.getAttribute("data-phase")}: ${r.textContent}`))
+        .catch(() => [] as string[]);
+      throw new Error(`No speech download reached "${phase}" in ${timeout} ms; the section shows ${JSON.stringify(shown)}.`, { cause: err });
+    }
     return download;
   }
 
@@ -169,7 +178,8 @@ describe.skipIf(skip !== null)("speech models on the Models page", () => {
     const running = await speechDownload("downloading");
     expect(await running.locator(".download-title").textContent()).toContain("ggml-base.bin");
     expect(await ui.page.getByTestId("speech-recommended-download").isDisabled()).toBe(true);
-    await speechDownload("done", 60_000);
+    // (Within the test's own 60 s, so that a download that never ends says where it stopped.)
+    await speechDownload("done", 45_000);
     await row("ggml-base.bin").waitFor();
     expect(readFileSync(join(ui.dataDir, "models", "speech", "ggml-base.bin")).equals(recommended)).toBe(true);
     expect(hub.requests.some((r) => r.path === "/ggerganov/whisper.cpp/resolve/main/ggml-base.bin")).toBe(true);
