@@ -48,31 +48,26 @@ let marks: Mark[] = [];
 let recording = false;
 let batchSize = 0;
 const binding = llamaEngine.context._ctx;
+function traceDecode(call: (...a: unknown[]) => unknown, args: unknown[], samples: boolean): unknown {
+  const size = batchSize;
+  if (recording) marks.push({ kind: "d0", at: performance.now(), size });
+  return (call(...args) as Promise<unknown>).then((v) => {
+    if (recording) {
+      const at = performance.now();
+      marks.push({ kind: "d1", at });
+      if (samples) marks.push({ kind: "s1", at });
+    }
+    return v;
+  });
+}
 const traced: Record<string, (call: (...a: unknown[]) => unknown, args: unknown[]) => unknown> = {
   initBatch: (call, args) => {
     batchSize = args[0] as number;
     return call(...args);
   },
-  decodeBatch: (call, args) => {
-    const size = batchSize;
-    if (recording) marks.push({ kind: "d0", at: performance.now(), size });
-    return (call(...args) as Promise<unknown>).then((v) => {
-      if (recording) marks.push({ kind: "d1", at: performance.now() });
-      return v;
-    });
-  },
+  decodeBatch: (call, args) => traceDecode(call, args, false),
   // `svc engine build`'s binaries: the decode and its samplings in one job (step-loop.ts, `dispatch`).
-  decodeBatchAndSample: (call, args) => {
-    const size = batchSize;
-    if (recording) marks.push({ kind: "d0", at: performance.now(), size });
-    return (call(...args) as Promise<unknown>).then((v) => {
-      if (recording) {
-        const at = performance.now();
-        marks.push({ kind: "d1", at }, { kind: "s1", at });
-      }
-      return v;
-    });
-  },
+  decodeBatchAndSample: (call, args) => traceDecode(call, args, true),
   sampleToken: (call, args) =>
     (call(...args) as Promise<unknown>).then((v) => {
       if (recording) marks.push({ kind: "s1", at: performance.now() });

@@ -521,15 +521,17 @@ export class StepLoop {
         await this.awaitAsks(aheads);
         const sampled = await Promise.all(
           entries.map((e, i) => {
-            if (presampled !== null) {
-              // Not asked for yet: kept for the ask (sampleAhead), neither handed over nor decoded ahead.
-              // (A failed sampling, -1, is not kept: the ask decodes the token again and samples anew.)
-              if (e.ahead && !e.ahead.dropped && e.ahead.ask === null && presampled[i] !== -1) e.ahead.presampled = presampled[i]! as Token;
-              return e.ahead && (e.ahead.dropped || e.ahead.ask === null) ? null : presampled[i]!;
+            // A token decoded ahead whose generation dropped it or has not asked yet is not handed over.
+            const unasked = e.ahead !== null && (e.ahead.dropped || e.ahead.ask === null);
+            if (presampled === null) {
+              if (unasked) return null;
+              configure(e.track);
+              return binding.sampleToken(logitIndexes[i]!, e.track.sampler);
             }
-            if (e.ahead && (e.ahead.dropped || e.ahead.ask === null)) return null;
-            configure(e.track);
-            return binding.sampleToken(logitIndexes[i]!, e.track.sampler);
+            // Sampled already: kept for an ask still to come (sampleAhead), neither handed over nor decoded
+            // ahead. (A failed sampling, -1, is not kept: the ask decodes the token again and samples anew.)
+            if (unasked && !e.ahead!.dropped && presampled[i] !== -1) e.ahead!.presampled = presampled[i]! as Token;
+            return unasked ? null : presampled[i]!;
           }),
         );
         entries.forEach((e, i) => {

@@ -186,6 +186,8 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, opti
   if (!isBinding(binding)) return false;
   let tokensInBatch = 0;
   let lastCap = split.batch;
+  /** The count for the batch about to be decoded: all threads for several tokens, the single count for one. */
+  const setBatchThreads = () => binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
   const overrides: Partial<ContextBinding> = {
     initBatch(size) {
       tokensInBatch = 0;
@@ -200,12 +202,12 @@ export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, opti
       return undefined;
     },
     decodeBatch() {
-      binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
+      setBatchThreads();
       return binding.decodeBatch();
     },
     ...(typeof binding.decodeBatchAndSample === "function" && {
       decodeBatchAndSample(...args: unknown[]) {
-        binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
+        setBatchThreads();
         return binding.decodeBatchAndSample!(...args);
       },
     }),

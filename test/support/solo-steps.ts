@@ -158,17 +158,18 @@ const results: Record<string, unknown> = { build: "local" };
   // than a batch waits for an ask): its token, sampled before it asked, is kept for the ask rather than
   // decoded and sampled again.
   const texts = ["first of three", "second of three", "third of three"];
+  /** A sequence's state past its prompt. */
+  const after = (s: LlamaContextSequence, text: string) => JSON.stringify({ next: s.nextTokenIndex - prompt(text).length, tokens: s.contextTokens.slice(prompt(text).length) });
   const alone: Token[][] = [];
   const aloneState: string[] = [];
   for (const text of texts) {
     const s = context.getSequence();
     alone.push(await take(s.evaluateWithMetadata(prompt(text), {}, greedy), 40));
-    aloneState.push(JSON.stringify({ next: s.nextTokenIndex - prompt(text).length, tokens: s.contextTokens.slice(prompt(text).length) }));
+    aloneState.push(after(s, text));
     s.dispose();
   }
   const batched = new StepLoop(context, model, (dispatch) => process.nextTick(dispatch));
   await sequencesFree(3);
-  const after = (s: LlamaContextSequence, text: string) => JSON.stringify({ next: s.nextTokenIndex - prompt(text).length, tokens: s.contextTokens.slice(prompt(text).length) });
   const seqs = texts.map(() => context.getSequence());
   const a = await counted(() => Promise.all(texts.map((text, i) => take(batched.evaluate(seqs[i]!, prompt(text), greedy), 40))));
   results.together = {
@@ -207,7 +208,7 @@ const results: Record<string, unknown> = { build: "local" };
   const slowPositions = stepPositions.filter((p) => p.sequence === slowId).map((p) => p.position);
   results.slowTogether = {
     sameTokens: same(slow.value, [alone[0], alone[1], slowTokens]),
-    sameState: after(slowSeqs[0]!, texts[0]!) === aloneState[0] && after(slowSeqs[1]!, texts[1]!) === aloneState[1] && after(slowSeqs[2]!, texts[2]!) === slowAloneState,
+    sameState: slowSeqs.every((s, i) => after(s, texts[i]!) === [aloneState[0], aloneState[1], slowAloneState][i]),
     slowSteps: slowPositions.length,
     slowDecodedTwice: slowPositions.length - new Set(slowPositions).size,
     samplings: slow.calls.sampleToken ?? 0,
