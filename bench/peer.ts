@@ -5,10 +5,13 @@
 //
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
-//                             [--busy PERCENT] [--warmup-streams N (default 20)]
+//                             [--busy PERCENT] [--warmup-streams N (default 20)] [--gpu cuda|vulkan]
 // --busy runs another process for the whole run that keeps one core busy that share of the time (busy
 // 10 ms out of every 10 / PERCENT × 100 ms; 100: all the time): the browser or build a user's laptop runs
 // beside the server, and what spinning threads do then.
+// --gpu runs both on that GPU backend, every layer offloaded (ours `--gpu BACKEND`, llama-server `-ngl 999`;
+// its binary must be a build with that backend, given by --llama-server); the run stops if ours did not load
+// the model onto it. bench/device/cuda-peer.sh does this on a lent CUDA machine.
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     only: { type: "string" },
     busy: { type: "string" },
     "warmup-streams": { type: "string", default: "20" },
+    gpu: { type: "string", default: "cpu" },
   },
 });
 const rounds = Number(values.rounds);
@@ -48,6 +52,9 @@ const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
 const warmupStreams = Number(values["warmup-streams"]);
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const gpu = values.gpu!;
+if (!["cpu", "cuda", "vulkan"].includes(gpu)) throw new Error(`--gpu takes cpu, cuda or vulkan, not ${gpu}`);
+if (gpu !== "cpu" && !values["llama-server"]) throw new Error(`--gpu ${gpu} needs --llama-server: a llama-server built with that backend`);
 const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
 if (!(busyPercent >= 0 && busyPercent <= 100)) throw new Error(`--busy takes a percentage from 0 to 100, not ${values.busy}`);
 
@@ -128,7 +135,7 @@ async function startOurs(model: string, threads: number): Promise<Target> {
   if (created.status !== 0) throw new Error(`svc keys create failed: ${created.stderr}`);
   const key = created.stdout.trim().split("\n").at(-1)!;
   const port = await freePort();
-  const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--model", model, "--threads", String(threads), "--sequences", String(slots), "--context-size", String(contextSize), "--gpu", "cpu", "--log-level", "warn"];
+  const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--model", model, "--threads", String(threads), "--sequences", String(slots), "--context-size", String(contextSize), "--gpu", gpu, "--log-level", "warn"];
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -136,7 +143,19 @@ async function startOurs(model: string, threads: number): Promise<Target> {
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${key}` };
   await waitReady(url, headers, child, () => out);
-  const health = (await (await fetch(`${url}/health`, { headers })).json()) as { gpu?: { build?: string | null } | null };
+  const health = (await (await fetch(`${url}/health`, { headers })).json()) as {
+    gpu?: { build?: string | null; backend?: string; devices?: string[] } | null;
+    model?: { gpu_layers?: number | null } | null;
+  };
+  if (gpu !== "cpu") {
+    // The bench's model has 8 layers; all of them and the output layer offloaded reads 9.
+    const layers = health.model?.gpu_layers ?? 0;
+    if (health.gpu?.backend !== gpu || layers < 9) {
+      await stopProcess(child);
+      throw new Error(`ours did not load the model onto ${gpu}: backend ${health.gpu?.backend}, ${layers} layers offloaded\n${JSON.stringify(health)}\n${out}`);
+    }
+    log(`ours: ${gpu} on ${health.gpu?.devices?.join(", ")}, ${layers} layers offloaded, ${health.gpu?.build} binaries`);
+  }
   return {
     name: "ours",
     url,
@@ -154,7 +173,7 @@ async function startOurs(model: string, threads: number): Promise<Target> {
 async function startPeer(binary: string, model: string, threads: number): Promise<Target> {
   const port = await freePort();
   // Same threads (generation and prompt), same slots, same tokens per slot; everything else upstream's defaults.
-  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(slots), "-c", String(slots * contextSize), "--no-webui", "--log-disable"];
+  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(slots), "-c", String(slots * contextSize), "--no-webui", "--log-disable", ...(gpu === "cpu" ? [] : ["-ngl", "999"])];
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -497,7 +516,7 @@ function report(results: Result[]): string {
 const binary = values["llama-server"] ?? ensureLlamaServer(log);
 const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
 // What `svc serve` picks for this model without --threads (its decodes on one libuv pool thread).
-const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(model).size, poolThreads: 1 });
+const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(model).size, poolThreads: 1, offload: gpu === "cpu" ? "none" : "full" });
 // Default: 1 thread, the server's own default and every core (the issue's columns), each once.
 const threadCounts = [...new Set((values.threads ?? `1,${svcDefault},${availableParallelism()}`).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
