@@ -112,6 +112,20 @@ export function engineBuildSupported(platform: NodeJS.Platform = process.platfor
   return platform === "linux";
 }
 
+/**
+ * What the server says after loading a model on node-llama-cpp's prebuilt CPU binaries where `svc engine
+ * build` can build (Linux): that a build of this machine's own exists to be made, and what it gives.
+ * Null on a GPU, with a local build, and elsewhere.
+ */
+export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
+  if (gpu.backend !== "cpu" || gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
+  return (
+    "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine " +
+    "(about 7 minutes on 2 cores; needs cmake, make, git, patch and a C++ compiler): on a 2-core machine such a build " +
+    "read prompts 1.7 to 1.9 times as fast and generated several answers at once faster (svc engine --help)."
+  );
+}
+
 export interface EngineBuildInfo {
   /** The build's folder under node-llama-cpp's localBuilds. */
   folder: string;

@@ -42,7 +42,7 @@ import {
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { loadEngineBuild } from "./engine-build.js";
+import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
@@ -404,6 +404,8 @@ export class LlamaEngine implements Engine {
           `, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
+      const hint = engineBuildHint(gpu);
+      if (hint) options.log?.("info", hint);
       if (info.contextNote) options.log?.("warn", info.contextNote);
       return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {

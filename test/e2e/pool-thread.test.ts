@@ -52,6 +52,16 @@ describe("the engine's libuv pool", () => {
     if (cores > 1) expect(loaded(fourPool.server)).toContain(`${cores} thread(s) (${cores - 1} for a lone sequence's steps)`);
   });
 
+  it("is followed by a word on `svc engine build` where the CPU runs the prebuilt binaries on Linux", async () => {
+    const health = (await (await fetch(`${onePool.server.url}/health`)).json()) as { gpu: { backend: string; build: string } };
+    const lines = onePool.server.output().split("\n");
+    const hint = lines.findIndex((l) => l.includes("`svc engine build` compiles them on this machine"));
+    if (health.gpu.backend === "cpu" && health.gpu.build === "prebuilt" && process.platform === "linux") {
+      expect(lines[hint]).toContain("info: The CPU runs node-llama-cpp's prebuilt llama.cpp binaries.");
+      expect(hint).toBe(lines.findIndex((l) => l.includes("loaded on")) + 1);
+    } else expect(hint).toBe(-1);
+  });
+
   it("gives the same greedy answers, alone and with two streams generating together", async () => {
     const prompts = ["Name three colors.", "Count from one to five."];
     const alone = await ask(onePool.openai, prompts[0]!);

@@ -9,6 +9,7 @@ import {
   ADDON_PATCHES,
   applyAddonPatches,
   ENGINE_BUILD_OPTIONS,
+  engineBuildHint,
   engineBuildKind,
   enginePatchesDirectory,
   nodeLlamaCppDirectory,
@@ -92,5 +93,15 @@ describe("node-llama-cpp addon patches", () => {
     expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();
+  });
+
+  it("the server suggests a build only on Linux, on the CPU, with the prebuilt binaries", () => {
+    const hint = engineBuildHint({ backend: "cpu", build: "prebuilt" }, "linux");
+    expect(hint).toMatch(/^The CPU runs node-llama-cpp's prebuilt llama.cpp binaries\. `svc engine build` compiles them on this machine/);
+    expect(hint).toContain("needs cmake, make, git, patch and a C++ compiler");
+    expect(engineBuildHint({ backend: "cpu", build: "local" }, "linux")).toBeNull();
+    expect(engineBuildHint({ backend: "cuda", build: "prebuilt" }, "linux")).toBeNull();
+    expect(engineBuildHint({ backend: "cpu", build: "prebuilt" }, "darwin")).toBeNull();
+    expect(engineBuildHint({ backend: "cpu", build: "prebuilt" }, "win32")).toBeNull();
   });
 });
