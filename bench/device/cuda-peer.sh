@@ -7,8 +7,10 @@
 #   bash bench/device/pack-cuda-peer.sh                       # here, once
 #   run: bash bench/device/cuda-peer.sh    carry: [".cache/device"]    timeout_s: 600
 #
-# About 8 minutes on an H200 machine's 16 cores: the build about 280 s, the bench (threads 1, half and all
-# the cores, 5 rounds) about 130 s. THREADS, ROUNDS, WARMUP, CUDA_ARCH, BUILD_LIMIT_S, BENCH_LIMIT_S override.
+# About 7.5 minutes on an H200 machine's 16 cores: the build about 280 s, then the bench twice (threads 4,
+# the server's default there; 5 rounds; about 50 s each): with node-llama-cpp's prebuilt addon, and with the
+# addon alone compiled again with `svc engine build`'s patches. THREADS, ROUNDS, WARMUP, CUDA_ARCH,
+# BUILD_LIMIT_S, BENCH_LIMIT_S override.
 #
 # On the device it builds llama.cpp once, from that source, for this GPU alone (CMAKE_CUDA_ARCHITECTURES,
 # default 90-real for the H100/H200), with its backends as loadable modules: llama-server, and the CUDA
@@ -44,7 +46,7 @@ NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null) || fail "no n
 # mount): find them and point CMake and the loader at them.
 CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
 FOUND=$(find "$CUDA_HOME"/ /usr/local /opt /usr/lib /usr/lib64 -xdev \( -name 'libcublas.so*' -o -name 'libcublasLt.so*' -o -name 'cublas_v2.h' -o -name 'libcuda.so*' -o -name 'libcudart.so*' \) 2>/dev/null | sort -u)
-echo "$FOUND" > "$OUT/cuda-files.txt"
+echo "$FOUND" >> "$OUT/gpu.txt"
 pick() { echo "$FOUND" | grep -E "$1" | grep -v stubs | head -1; }
 CUBLAS=$(pick '/libcublas\.so(\.[0-9]+)*$')
 CUBLASLT=$(pick '/libcublasLt\.so(\.[0-9]+)*$')
@@ -84,17 +86,33 @@ import { getLlama } from "node-llama-cpp";
 const llama = await getLlama({ gpu: "cuda", build: "never", logLevel: "warn" });
 console.log(`node-llama-cpp: ${llama.gpu} on ${(await llama.getGpuDeviceNames()).join(", ")}`);
 JS
-if node bench/cuda-check.mjs 2>&1 | tee -a "$OUT/cuda-check.txt" | grep -q "^node-llama-cpp: cuda"; then
+if node bench/cuda-check.mjs 2>&1 | tee -a "$OUT/gpu.txt" | grep -q "^node-llama-cpp: cuda"; then
   say "ours: node-llama-cpp's prebuilt binaries with this libggml-cuda.so"
 else
   # The prebuilt llama.cpp libraries did not take this module: use the ones built here with it (same source,
   # the same files llama-server runs), under node-llama-cpp's prebuilt addon, named as the addon links them.
   cp "$BUILD/bin/libggml.so" "$(ls "$BINS"/libggml.cuda.*.so)" && cp "$BUILD/bin/libllama.so" "$(ls "$BINS"/libllama.cuda.*.so)" && cp "$BUILD"/bin/*.so "$BINS/"
-  node bench/cuda-check.mjs 2>&1 | tee -a "$OUT/cuda-check.txt" | grep -q "^node-llama-cpp: cuda" || { tail -20 "$OUT/cuda-check.txt"; fail "node-llama-cpp cannot load CUDA"; }
+  node bench/cuda-check.mjs 2>&1 | tee -a "$OUT/gpu.txt" | grep -q "^node-llama-cpp: cuda" || { tail -20 "$OUT/gpu.txt"; fail "node-llama-cpp cannot load CUDA"; }
   say "ours: node-llama-cpp's prebuilt addon with the llama.cpp libraries built here"
 fi
 
-say "bench:peer"
-timeout "${BENCH_LIMIT_S:-200}" node bench/peer.mjs --gpu cuda --llama-server "$BUILD/bin/llama-server" \
-  ${THREADS:+--threads "$THREADS"} --rounds "${ROUNDS:-5}" --warmup-streams "${WARMUP:-10}" --json "$OUT/peer.json" 2>&1 | tee "$OUT/peer.log"
+bench() { # $1: name of the run's files
+  timeout "${BENCH_LIMIT_S:-120}" node bench/peer.mjs --gpu cuda --llama-server "$BUILD/bin/llama-server" \
+    --threads "${THREADS:-4}" --rounds "${ROUNDS:-5}" --warmup-streams "${WARMUP:-10}" --json "$OUT/$1.json" 2>&1 | tee "$OUT/$1.log"
+}
+say "bench:peer, node-llama-cpp's prebuilt addon"
+bench peer
+
+# The same again with `svc engine build`'s patches in the addon, compiled alone against the same libraries
+# (resources/engine-addon: no CUDA compiler needed, about 25 s on 2 cores).
+say "the patched addon"
+ADDON=/tmp/addon-patched
+mkdir -p $ADDON && tar -xJf "$CARRY/addon-patched.tar.xz" -C $ADDON
+cmake -S resources/engine-addon -B /tmp/addon-build -G Ninja -DADDON_SRC=$ADDON/llama/addon -DLLAMA_SRC="$SRC" \
+  -DNODE_API_INC="$PWD/node_modules/node-api-headers/include" -DNODE_ADDON_API_INC="$PWD/node_modules/node-addon-api" \
+  -DLIBS="$PWD/$BINS" > "$OUT/addon-build.log" 2>&1 && cmake --build /tmp/addon-build >> "$OUT/addon-build.log" 2>&1 \
+  || { tail -30 "$OUT/addon-build.log"; fail "the patched addon"; }
+cp /tmp/addon-build/llama-addon.node "$BINS/llama-addon.node"
+say "bench:peer, the patched addon"
+bench peer-patched
 say "done"

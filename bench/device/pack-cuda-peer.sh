@@ -8,6 +8,8 @@
 #   llama-src.tar.xz   the llama.cpp source node-llama-cpp ships (its gitRelease.bundle), for llama-server
 #                      and that libggml-cuda.so
 #   peer.mjs           bench/peer.ts bundled by esbuild (no tsx there)
+#   addon-patched.tar.xz node-llama-cpp's addon source with `svc engine build`'s patches applied, which the
+#                      device compiles alone (resources/engine-addon) against the same llama.cpp libraries
 # Usage: bash bench/device/pack-cuda-peer.sh   (after `npm install`; about 3 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -59,4 +61,10 @@ git -C "$SRC/llama.cpp" archive --format=tar HEAD \
   ':(exclude)models' ':(exclude)docs' ':(exclude)media' ':(exclude)gguf-py' ':(exclude)tests' ':(exclude).devops' \
   ':(exclude)tools/server/public' ':(exclude)tools/server/webui' ':(exclude)examples/*/*.gguf' | xz -T0 -6 > "$OUT/llama-src.tar.xz"
 rm -rf "$SRC"
+# The addon's source with svc's patches (the engine build's own code applies them to a copy).
+ADDON=$(mktemp -d)
+mkdir -p "$ADDON/llama" && cp -r node_modules/node-llama-cpp/llama/addon "$ADDON/llama/"
+node -e "import('./dist/server/engine/engine-build.js').then((m) => m.applyAddonPatches(process.argv[1]))" "$ADDON"
+tar -cJf "$OUT/addon-patched.tar.xz" -C "$ADDON" llama/addon
+rm -rf "$ADDON"
 du -ch "$OUT"/* | sort -h
