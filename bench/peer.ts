@@ -286,6 +286,15 @@ function wordsText(n: number, seed: number): string {
 let nonce = 1;
 const question = (tag: string) => [{ role: "user", content: `${tag} ${wordsText(12, nonce++)}` }];
 
+/**
+ * On a GPU, a short answer right before a measure: a GPU left idle (the other server's turn, the GET
+ * measure) clocks down, and the first server of a round then measured the clock's ramp, not itself (on an
+ * H200 over Vulkan, whichever server went first ran at half the speed of the second). Nothing on the CPU.
+ */
+async function preroll(t: Target): Promise<void> {
+  if (gpu !== "cpu") await streamChat(t, question("pre-roll"), 16);
+}
+
 /** Decode rate of one stream: tokens after the first ÷ time after the first; and the server's CPU per token, by thread. */
 async function singleStream(t: Target): Promise<{ rate: number; cpu: ThreadCpu[] }> {
   const before = threadCpu(t.pid);
@@ -436,13 +445,19 @@ async function measureThreads(binary: string, model: string, threads: number) {
       const order = round % 2 === 0 ? [ours, peer] : [peer, ours];
       for (const t of order) {
         if (!want("single")) continue;
+        await preroll(t);
         const r = await singleStream(t);
         series[t.name].single.push(r.rate);
         series[t.name].singleCpu.push(r.cpu);
       }
-      for (const t of order) if (want("concurrent")) series[t.name].concurrent.push(await concurrentStreams(t));
+      for (const t of order) {
+        if (!want("concurrent")) continue;
+        await preroll(t);
+        series[t.name].concurrent.push(await concurrentStreams(t));
+      }
       for (const t of order) {
         if (!want("prompt")) continue;
+        await preroll(t);
         const p = await promptEval(t, 1000 * threads + 10 * round + (t === ours ? 1 : 2));
         series[t.name].cold.push(p.cold);
         series[t.name].warm.push(p.warm);
