@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench:peer over Vulkan on a lent GPU machine, with what bench/device/pack-vulkan-peer.sh packed: twice,
+# with node-llama-cpp's prebuilt addon and then with the addon compiled again with `svc engine build`'s
+# patches (both on the same prebuilt Vulkan libraries, which llama-server loads too). About 110 s.
+#   run: bash bench/device/vulkan-peer.sh    carry: [".cache/device-vk", ".gl"]    timeout_s: 200
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+V=.cache/device-vk
+OUT=${OUT:-/tmp/vulkan-peer-out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+say() { echo "[$(($(date +%s) - T0)) s] $*"; }
+for f in node.xz node_modules.tar.xz vulkan-bins.tar.xz llama-server-dl.tar.xz peer.mjs llama-addon.patched.node; do
+  [ -f "$V/$f" ] || { echo "$V/$f is missing: run bench/device/pack-vulkan-peer.sh and carry $V"; exit 1; }
+done
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f $ICD ] && export VK_DRIVER_FILES=$ICD
+mkdir -p /tmp/node/bin && xz -dc $V/node.xz > /tmp/node/bin/node && chmod +x /tmp/node/bin/node
+export PATH=/tmp/node/bin:$PATH
+tar -xJf $V/node_modules.tar.xz && tar -xJf $V/vulkan-bins.tar.xz
+# tiny-model.js reads the chat template beside itself; bundled, "itself" is bench/peer.mjs.
+cp $V/peer.mjs bench/peer.mjs && cp resources/test-model/chat-template.jinja bench/
+LS=/tmp/llama-server-dl
+mkdir -p $LS && tar -xJf $V/llama-server-dl.tar.xz -C $LS
+# Its libraries are found beside it (RUNPATH $ORIGIN), not through LD_LIBRARY_PATH, which ours would follow too.
+VB=node_modules/@node-llama-cpp/linux-x64-vulkan/bins/linux-x64-vulkan
+cp $VB/libggml-vulkan.so $LS/
+say "llama-server's devices"
+$LS/llama-server --list-devices 2>&1 | tail -3 | tee "$OUT/devices.txt"
+bench() { # $1: name of the run's files
+  timeout "${BENCH_LIMIT_S:-85}" node bench/peer.mjs --gpu vulkan --llama-server $LS/llama-server --threads "${THREADS:-4}" \
+    --rounds "${ROUNDS:-3}" --warmup-streams "${WARMUP:-5}" --json "$OUT/$1.json" 2>&1 | tee "$OUT/$1.log" | grep -vE "round [0-9]+/|warm-up"
+}
+say "node-llama-cpp's prebuilt addon"
+bench vulkan-prebuilt
+cp $V/llama-addon.patched.node $VB/llama-addon.node
+say "the patched addon"
+bench vulkan-patched
+say "done"
