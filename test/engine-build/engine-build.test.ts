@@ -70,6 +70,10 @@ describe("svc engine build", () => {
   it("compiles the CPU binaries; the next server runs on them and answers as with the prebuilt ones; remove goes back", async () => {
     const before = await serveAndAsk();
     expect(before.build).toBe(hadBuild ? "local" : "prebuilt");
+    // On the prebuilt binaries the server names this command after loading the model; on the build, not.
+    const hint = "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine";
+    if (hadBuild) expect(before.log).not.toContain(hint);
+    else expect(before.log).toContain(hint);
     const threadsBefore = decodeThreads();
     const source = addonSource();
 
@@ -91,6 +95,7 @@ describe("svc engine build", () => {
 
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
+    expect(after.log).not.toContain(hint);
     // Same source, same greedy answer.
     expect(after.content).toBe(before.content);
 
@@ -151,6 +156,8 @@ describe("svc engine build", () => {
     expect(removed.status).toBe(0);
     expect(removed.stdout).toContain(`Removed ${made!.folder}.`);
     expect(await findEngineBuilds()).toEqual([]);
-    expect((await serveAndAsk()).build).toBe("prebuilt");
+    const removedAfter = await serveAndAsk();
+    expect(removedAfter.build).toBe("prebuilt");
+    expect(removedAfter.log).toContain(hint);
   });
 });
