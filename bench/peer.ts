@@ -11,7 +11,7 @@
 // beside the server, and what spinning threads do then.
 // --gpu runs both on that GPU backend, every layer offloaded (ours `--gpu BACKEND`, llama-server `-ngl 999`;
 // its binary must be a build with that backend, given by --llama-server); the run stops if ours did not load
-// the model onto it. bench/device/cuda-peer.sh does this on a lent CUDA machine.
+// the model onto it. bench/device/cuda-peer.sh and vulkan-peer.sh do this on a lent GPU machine.
 // Not part of `npm test`. The first run builds llama-server (about 10+ minutes on 2 cores, cached in .cache/).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
