@@ -23,16 +23,12 @@ cd "$(dirname "$0")/../.."
 CARRY=.cache/device
 OUT=${OUT:-/tmp/cuda-peer-out}
 mkdir -p "$OUT"
-T0=$(date +%s)
-say() { echo "[$(($(date +%s) - T0)) s] $*"; }
+source bench/device/common.sh
 fail() { say "FAILED: $*"; exit 1; }
 JOBS=$(nproc)
 
 say "unpacking"
-mkdir -p /tmp/node/bin && xz -dc "$CARRY/node.xz" > /tmp/node/bin/node && chmod +x /tmp/node/bin/node || fail "node"
-export PATH=/tmp/node/bin:$PATH
-tar -xJf "$CARRY/node_modules.tar.xz" || fail "node_modules"
-cp "$CARRY/peer.mjs" bench/peer.mjs
+unpack_node "$CARRY" || fail "Node and the server"
 SRC=/tmp/llama.cpp
 BUILD=$SRC/build
 mkdir -p "$SRC" && tar -xJf "$CARRY/llama-src.tar.xz" -C "$SRC" || fail "llama.cpp source"
@@ -63,21 +59,15 @@ INC=$(dirname "$CUBLAS_H")
 export LD_LIBRARY_PATH=$(dirname "$CUBLAS"):$(dirname "${LIBCUDA:-$CUBLAS}"):$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}
 
 say "configuring llama.cpp (CUDA ${CUDA_ARCH:-90-real}, backends as modules, unversioned sonames as node-llama-cpp's)"
-cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$SRC" -B "$BUILD" -G Ninja "${LLAMA_DL_OPTIONS[@]}" -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90-real}" \
-  -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON \
-  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DCUDA_cublas_LIBRARY=$LINKS/libcublas.so -DCUDA_cublasLt_LIBRARY=$LINKS/libcublasLt.so \
   $([ -n "$LIBCUDA" ] && echo "-DCUDA_cuda_driver_LIBRARY=$LINKS/libcuda.so" || echo "-DGGML_CUDA_NO_VMM=ON") \
-  -DCMAKE_CUDA_FLAGS="-I$INC" -DCMAKE_CXX_FLAGS="-I$INC" \
-  -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; fail "cmake configure"; }
+  -DCMAKE_CUDA_FLAGS="-I$INC" -DCMAKE_CXX_FLAGS="-I$INC" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; fail "cmake configure"; }
 say "building llama-server, ggml-cpu and ggml-cuda with $JOBS jobs"
 timeout "${BUILD_LIMIT_S:-400}" cmake --build "$BUILD" --target llama-server ggml-cpu ggml-cuda -j "$JOBS" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; fail "build"; }
 say "built: $(stat -c %s "$BUILD/bin/libggml-cuda.so") bytes of libggml-cuda.so"
 
-# tiny-model.js reads the chat template beside itself; bundled, "itself" is bench/peer.mjs.
-cp resources/test-model/chat-template.jinja bench/
 BINS=node_modules/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
 cp "$BUILD/bin/libggml-cuda.so" "$BINS/libggml-cuda.so"
 # A module file, not `node -e`: node-llama-cpp tests a binary in a forked process, which inherits -e.
@@ -108,10 +98,7 @@ bench peer
 say "the patched addon"
 ADDON=/tmp/addon-patched
 mkdir -p $ADDON && tar -xJf "$CARRY/addon-patched.tar.xz" -C $ADDON
-cmake -S resources/engine-addon -B /tmp/addon-build -G Ninja -DADDON_SRC=$ADDON/llama/addon -DLLAMA_SRC="$SRC" \
-  -DNODE_API_INC="$PWD/node_modules/node-api-headers/include" -DNODE_ADDON_API_INC="$PWD/node_modules/node-addon-api" \
-  -DLIBS="$PWD/$BINS" > "$OUT/addon-build.log" 2>&1 && cmake --build /tmp/addon-build >> "$OUT/addon-build.log" 2>&1 \
-  || { tail -30 "$OUT/addon-build.log"; fail "the patched addon"; }
+build_addon $ADDON "$SRC" "$PWD/$BINS" /tmp/addon-build > "$OUT/addon-build.log" 2>&1 || { tail -30 "$OUT/addon-build.log"; fail "the patched addon"; }
 cp /tmp/addon-build/llama-addon.node "$BINS/llama-addon.node"
 say "bench:peer, the patched addon"
 bench peer-patched

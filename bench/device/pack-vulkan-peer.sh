@@ -13,6 +13,7 @@
 # Usage: bash bench/device/pack-vulkan-peer.sh   (about 15 minutes on 2 cores the first time: llama-server)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/device/common.sh
 bash bench/device/pack-cuda-peer.sh > /dev/null
 OUT=.cache/device-vk
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -26,21 +27,14 @@ BUILD=.cache/peer-dl/build
 if [ ! -f "$SRC/CMakeLists.txt" ]; then
   mkdir -p .cache/peer-dl && git clone --quiet node_modules/node-llama-cpp/llama/gitRelease.bundle "$SRC"
 fi
-cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON \
-  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
-  -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH='$ORIGIN' > /dev/null
+cmake -S "$SRC" -B "$BUILD" -G Ninja "${LLAMA_DL_OPTIONS[@]}" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH='$ORIGIN' > /dev/null
 cmake --build "$BUILD" --target llama-server ggml-cpu -j "$(nproc)"
 tar -cJf "$OUT/llama-server-dl.tar.xz" -C "$BUILD/bin" llama-server $(cd "$BUILD/bin" && ls ./*.so*)
 
-# The patched addon, against the prebuilt Vulkan libraries.
+# The patched addon (the source pack-cuda-peer.sh patched), against the prebuilt Vulkan libraries.
 ADDON=$(mktemp -d)
-mkdir -p "$ADDON/llama" && cp -r node_modules/node-llama-cpp/llama/addon "$ADDON/llama/"
-node -e "import('./dist/server/engine/engine-build.js').then((m) => m.applyAddonPatches(process.argv[1]))" "$ADDON"
-cmake -S resources/engine-addon -B "$ADDON/build" -G Ninja -DADDON_SRC="$ADDON/llama/addon" -DLLAMA_SRC="$PWD/$SRC" \
-  -DNODE_API_INC="$PWD/node_modules/node-api-headers/include" -DNODE_ADDON_API_INC="$PWD/node_modules/node-addon-api" \
-  -DLIBS="$PWD/$VK/bins/linux-x64-vulkan" > /dev/null
-cmake --build "$ADDON/build"
+tar -xJf .cache/device/addon-patched.tar.xz -C "$ADDON"
+build_addon "$ADDON" "$PWD/$SRC" "$PWD/$VK/bins/linux-x64-vulkan" "$ADDON/build" > /dev/null
 cp "$ADDON/build/llama-addon.node" "$OUT/llama-addon.patched.node"
 rm -rf "$ADDON"
 

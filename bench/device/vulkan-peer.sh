@@ -8,8 +8,7 @@ cd "$(dirname "$0")/../.."
 V=.cache/device-vk
 OUT=${OUT:-/tmp/vulkan-peer-out}
 mkdir -p "$OUT"
-T0=$(date +%s)
-say() { echo "[$(($(date +%s) - T0)) s] $*"; }
+source bench/device/common.sh
 for f in node.xz node_modules.tar.xz vulkan-bins.tar.xz llama-server-dl.tar.xz peer.mjs llama-addon.patched.node; do
   [ -f "$V/$f" ] || { echo "$V/$f is missing: run bench/device/pack-vulkan-peer.sh and carry $V"; exit 1; }
 done
@@ -17,11 +16,7 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $ICD ] && export VK_DRIVER_FILES=$ICD
-mkdir -p /tmp/node/bin && xz -dc $V/node.xz > /tmp/node/bin/node && chmod +x /tmp/node/bin/node
-export PATH=/tmp/node/bin:$PATH
-tar -xJf $V/node_modules.tar.xz && tar -xJf $V/vulkan-bins.tar.xz
-# tiny-model.js reads the chat template beside itself; bundled, "itself" is bench/peer.mjs.
-cp $V/peer.mjs bench/peer.mjs && cp resources/test-model/chat-template.jinja bench/
+unpack_node $V && tar -xJf $V/vulkan-bins.tar.xz || exit 1
 LS=/tmp/llama-server-dl
 mkdir -p $LS && tar -xJf $V/llama-server-dl.tar.xz -C $LS
 # Its libraries are found beside it (RUNPATH $ORIGIN), not through LD_LIBRARY_PATH, which ours would follow too.
