@@ -3,6 +3,7 @@ import { availableParallelism, homedir, platform } from "node:os";
 import { join } from "node:path";
 import { chooseThreads, type GpuPreference } from "./engine/resource-plan.js";
 import type { ConnectionLimits } from "./http/connection-limits.js";
+import { parseMmapSetting, type WeightsSetting } from "./engine/huge-pages.js";
 
 export interface ServeConfig {
   host: string;
@@ -17,6 +18,8 @@ export interface ServeConfig {
   /** Undefined: sized to the free memory, up to 16384. */
   contextSize?: number;
   gpu: GpuPreference;
+  /** How the model's weights are held (--mmap / SVC_MMAP): on (mapped from the file), off (read into memory); undefined: auto. */
+  mmap?: WeightsSetting;
   logLevel: "silent" | "error" | "warn" | "info" | "debug";
   /** Interactive requests one account may have in flight (running plus waiting); undefined: 4 per sequence. */
   concurrencyLimit?: number;
@@ -75,6 +78,7 @@ export type Flags = Partial<
     | "sequences"
     | "context-size"
     | "gpu"
+    | "mmap"
     | "log-level"
     | "cors-origins"
     | "concurrency-limit"
@@ -117,6 +121,9 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
   const pick = (flag: Exclude<keyof Flags, "lan">, variable: string) => flags[flag] ?? env[variable];
   const gpu = (pick("gpu", "SVC_GPU") ?? "auto") as GpuPreference;
   if (!["auto", "cuda", "vulkan", "metal", "cpu"].includes(gpu)) throw new ConfigError(`--gpu must be auto, cuda, vulkan, metal or cpu (got '${gpu}').`);
+  const mmapValue = pick("mmap", "SVC_MMAP");
+  const mmap = parseMmapSetting(mmapValue) ?? (mmapValue === undefined || mmapValue.trim() === "" ? "auto" : undefined);
+  if (!mmap) throw new ConfigError(`--mmap must be auto, on or off (got '${mmapValue}').`);
   const logLevel = (pick("log-level", "SVC_LOG_LEVEL") ?? "info") as ServeConfig["logLevel"];
   if (!["silent", "error", "warn", "info", "debug"].includes(logLevel)) throw new ConfigError(`--log-level must be silent, error, warn, info or debug.`);
   return {
@@ -128,6 +135,7 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     sequences: intOption("sequences", pick("sequences", "SVC_SEQUENCES"), 1, 64),
     contextSize: intOption("context-size", pick("context-size", "SVC_CONTEXT_SIZE"), 256, 1_048_576),
     gpu,
+    mmap,
     logLevel,
     concurrencyLimit: intOption("concurrency-limit", pick("concurrency-limit", "SVC_CONCURRENCY_LIMIT"), 1, 100_000),
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),

@@ -108,7 +108,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const engineHost = new EngineHost({ log });
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
-  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, log };
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, log };
   const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
   try {
     if (config.modelPath) await engineHost.load({ ...engineOptions, modelPath: config.modelPath });

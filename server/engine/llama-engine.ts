@@ -45,6 +45,7 @@ import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesO
 import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
+import { loadIntoHugePages, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -60,6 +61,8 @@ export interface LlamaEngineOptions {
   /** Cap for the automatic context size; default 131072 (and never past the model's training length). */
   maxContextSize?: number;
   gpu?: GpuPreference;
+  /** Map the model file (on), read it into memory (off), or choose (auto: read in on Linux on the CPU when it fits; huge-pages.ts). */
+  mmap?: WeightsSetting;
   /** How long reading one request's prompt into tokens may take, ms; default TOKENIZE_TIMEOUT_MS. */
   tokenizeTimeoutMs?: number;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -236,7 +239,7 @@ async function planForModel(
     vramTotalBytes: vram.total,
     ramFreeBytes: freemem(),
     ramTotalBytes: totalmem(),
-    mappedModelBytes: onGpu ? 0 : model.size,
+    mappedModelBytes: onGpu || !model.useMmap ? 0 : model.size,
   });
   const plan = planContext({
     budgetBytes: budget,
@@ -313,7 +316,23 @@ export class LlamaEngine implements Engine {
     const llama = runtime.llama;
     let model: LlamaModel;
     try {
-      model = await llama.loadModel({ modelPath: options.modelPath });
+      const useMmap = useMmapFor({
+        setting: options.mmap ?? "auto",
+        platform: process.platform,
+        onCpu: llama.gpu === false,
+        modelBytes: size,
+        ramFreeBytes: freemem(),
+        ramTotalBytes: totalmem(),
+      });
+      if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath, useMmap: true });
+      else {
+        const loaded = await loadIntoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size);
+        model = loaded.result;
+        options.log?.(
+          "info",
+          `Model read into memory${loaded.hugePageBytes > 0 ? `, ${formatMiB(loaded.hugePageBytes)} of it in huge pages` : ""} (--mmap on maps the file instead).`,
+        );
+      }
     } catch (err) {
       throw new AppError("unavailable", `Could not load the model ${options.modelPath}: ${(err as Error).message}`, {
         code: "model_load_failed",

@@ -98,6 +98,7 @@ describe("electron-builder.yml", () => {
       "node_modules/tesseract.js-core/tesseract-core-simd-lstm.wasm",
       "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz",
       "node_modules/@fugood/node-whisper-linux-x64/index.node",
+      "node_modules/koffi/build/koffi/linux_x64/koffi.node",
     ])
       expect(matches(config.asarUnpack, file), file).toBe(true);
     for (const file of ["node_modules/fastify/fastify.js", "node_modules/node-llama-cpp/dist/index.js", "dist/main/main.js"])
@@ -113,6 +114,16 @@ describe("electron-builder.yml", () => {
       // node-llama-cpp itself and the other native module stay on every platform.
       expect(keptNodeModule(platform, "node_modules/node-llama-cpp/dist/index.js")).toBe(true);
       expect(keptNodeModule(platform, "node_modules/better-sqlite3/build/Release/better_sqlite3.node")).toBe(true);
+    }
+  });
+
+  it("keeps only the target platform's koffi module (madvise for huge pages, server/engine/huge-pages.ts)", () => {
+    const koffi = (dir: string) => `node_modules/koffi/build/koffi/${dir}/koffi.node`;
+    const own = { linux: ["linux_x64", "linux_arm64", "musl_x64"], mac: ["darwin_arm64", "darwin_x64"], win: ["win32_x64", "win32_arm64"] };
+    for (const platform of ["linux", "mac", "win"] as const) {
+      expect(keptNodeModule(platform, "node_modules/koffi/index.js"), platform).toBe(true);
+      for (const [other, dirs] of Object.entries(own)) for (const dir of dirs) expect(keptNodeModule(platform, koffi(dir)), `${platform} ${dir}`).toBe(other === platform);
+      expect(keptNodeModule(platform, koffi("freebsd_x64")), platform).toBe(false);
     }
   });
 });
