@@ -127,19 +127,17 @@ export function anonHugePageBytes(read = (p: string) => readFileSync(p, "utf8"))
 }
 
 /**
- * Runs `load` (a model read into memory) and puts the large buffers it allocated in huge pages. Does
- * nothing but the load where the system has no transparent huge pages or madvise cannot be called.
+ * Runs `allocate` (a model read into memory, a context's KV cache) and puts the buffers of `minBytes` or
+ * more it allocated in huge pages. Does nothing but the allocation where the system has no transparent
+ * huge pages or madvise cannot be called.
  */
-export async function loadIntoHugePages<T>(
-  load: () => Promise<T>,
-  modelBytes: number,
-): Promise<{ result: T; hugePageBytes: number; mode: ReturnType<typeof transparentHugePageMode> }> {
+export async function intoHugePages<T>(allocate: () => Promise<T>, minBytes: number): Promise<{ result: T; hugePageBytes: number }> {
   const mode = transparentHugePageMode();
   const madvise = mode === "always" || mode === "madvise" ? await loadMadvise() : undefined;
   const maps = () => anonymousRegions(readFileSync("/proc/self/maps", "utf8"));
   const before = madvise ? maps() : [];
-  const result = await load();
-  if (!madvise) return { result, hugePageBytes: 0, mode };
-  const spans = addedHugeSpans(before, maps(), Math.max(8 * HUGE_PAGE_BYTES, modelBytes / 16));
-  return { result, hugePageBytes: adviseHugePages(spans, madvise), mode };
+  const result = await allocate();
+  if (!madvise) return { result, hugePageBytes: 0 };
+  const spans = addedHugeSpans(before, maps(), Math.max(8 * HUGE_PAGE_BYTES, minBytes));
+  return { result, hugePageBytes: adviseHugePages(spans, madvise) };
 }

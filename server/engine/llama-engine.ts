@@ -45,7 +45,7 @@ import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesO
 import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
-import { loadIntoHugePages, useMmapFor, type WeightsSetting } from "./huge-pages.js";
+import { intoHugePages, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -326,7 +326,7 @@ export class LlamaEngine implements Engine {
       });
       if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath, useMmap: true });
       else {
-        const loaded = await loadIntoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size);
+        const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size / 16);
         model = loaded.result;
         options.log?.(
           "info",
