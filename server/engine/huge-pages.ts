@@ -45,6 +45,19 @@ export function useMmapFor(input: {
   return input.modelBytes > 0.8 * (input.ramFreeBytes - reserve);
 }
 
+/**
+ * The RAM this process can fill: the machine's, or a container's memory limit where that is lower (a model
+ * read in is charged to the container, and going past its limit ends the process, not paging).
+ */
+export function ramForWeights(input: { freeBytes: number; totalBytes: number; limitBytes: number | undefined; rssBytes: number }): {
+  freeBytes: number;
+  totalBytes: number;
+} {
+  const limit = input.limitBytes;
+  if (limit === undefined || !(limit > 0) || limit >= input.totalBytes) return { freeBytes: input.freeBytes, totalBytes: input.totalBytes };
+  return { freeBytes: Math.max(0, Math.min(input.freeBytes, limit - input.rssBytes)), totalBytes: limit };
+}
+
 export interface Region {
   start: bigint;
   end: bigint;

@@ -45,7 +45,7 @@ import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesO
 import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
-import { intoHugePages, useMmapFor, type WeightsSetting } from "./huge-pages.js";
+import { intoHugePages, ramForWeights, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -316,13 +316,14 @@ export class LlamaEngine implements Engine {
     const llama = runtime.llama;
     let model: LlamaModel;
     try {
+      const ram = ramForWeights({ freeBytes: freemem(), totalBytes: totalmem(), limitBytes: process.constrainedMemory?.(), rssBytes: process.memoryUsage.rss() });
       const useMmap = useMmapFor({
         setting: options.mmap ?? "auto",
         platform: process.platform,
         onCpu: llama.gpu === false,
         modelBytes: size,
-        ramFreeBytes: freemem(),
-        ramTotalBytes: totalmem(),
+        ramFreeBytes: ram.freeBytes,
+        ramTotalBytes: ram.totalBytes,
       });
       if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath, useMmap: true });
       else {

@@ -7,6 +7,7 @@ import {
   anonymousRegions,
   HUGE_PAGE_BYTES,
   parseMmapSetting,
+  ramForWeights,
   transparentHugePageMode,
   useMmapFor,
   type Madvise,
@@ -36,6 +37,23 @@ describe("useMmapFor", () => {
     expect(useMmapFor({ ...base, ramFreeBytes: 8 * GiB, modelBytes: 4.6 * GiB })).toBe(true);
     // Less free than the reserve: always mapped.
     expect(useMmapFor({ ...base, ramFreeBytes: 1 * GiB, modelBytes: 10 * MiB })).toBe(true);
+  });
+});
+
+describe("ramForWeights", () => {
+  it("is the machine's RAM without a container limit, or with one above it", () => {
+    const machine = { freeBytes: 20 * GiB, totalBytes: 24 * GiB, rssBytes: 1 * GiB };
+    expect(ramForWeights({ ...machine, limitBytes: undefined })).toEqual({ freeBytes: 20 * GiB, totalBytes: 24 * GiB });
+    // Node reports 2^64 where there is no cgroup limit.
+    expect(ramForWeights({ ...machine, limitBytes: 2 ** 64 })).toEqual({ freeBytes: 20 * GiB, totalBytes: 24 * GiB });
+  });
+
+  it("is a container's limit less what the process holds, where the limit is lower", () => {
+    const r = ramForWeights({ freeBytes: 20 * GiB, totalBytes: 24 * GiB, limitBytes: 4 * GiB, rssBytes: 1 * GiB });
+    expect(r).toEqual({ freeBytes: 3 * GiB, totalBytes: 4 * GiB });
+    // A 3 GiB model then stays mapped: 80% of (3 GiB - 1 GiB reserve) is 1.6 GiB.
+    expect(useMmapFor({ setting: "auto", platform: "linux", onCpu: true, modelBytes: 3 * GiB, ramFreeBytes: r.freeBytes, ramTotalBytes: r.totalBytes })).toBe(true);
+    expect(ramForWeights({ freeBytes: 20 * GiB, totalBytes: 24 * GiB, limitBytes: 1 * GiB, rssBytes: 2 * GiB }).freeBytes).toBe(0);
   });
 });
 
