@@ -42,8 +42,9 @@ it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, th
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
 SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
---mmap: on the CPU on Linux the model is read into memory, in huge pages, where it fits (auto: faster
-decoding); on maps the file instead (less memory held), off always reads it in.
+--mmap: auto reads the model into memory, in huge pages, on Linux with transparent huge pages when it runs
+on the CPU and fits (faster decoding), and maps the file elsewhere; on always maps the file (memory the
+kernel can reclaim), off always reads it in.
 Default data dir: ${defaultDataDir()}
 `;
 

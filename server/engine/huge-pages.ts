@@ -25,14 +25,17 @@ export function parseMmapSetting(value: string | undefined): WeightsSetting | un
 }
 
 /**
- * Whether to map the model file (true) or read it into memory (false). `auto` reads it in only on Linux,
- * on the CPU, and when it takes at most 80% of the memory left after the reserve the context planner
- * keeps: a model read into memory cannot be paged back to its file, so one that does not fit would end in
- * the kernel's out-of-memory killer rather than in slow paging.
+ * Whether to map the model file (true) or read it into memory (false). `auto` reads it in only where huge
+ * pages are what it gains (Linux with transparent huge pages, `always` or `madvise`), on the CPU, and when
+ * it takes at most 80% of the memory left after the reserve the context planner keeps: a model read into
+ * memory cannot be paged back to its file, so one that does not fit would end in the kernel's
+ * out-of-memory killer rather than in slow paging.
  */
 export function useMmapFor(input: {
   setting: WeightsSetting;
   platform: NodeJS.Platform;
+  /** transparentHugePageMode() */
+  hugePages: "always" | "madvise" | "never" | undefined;
   onCpu: boolean;
   modelBytes: number;
   ramFreeBytes: number;
@@ -40,7 +43,7 @@ export function useMmapFor(input: {
 }): boolean {
   if (input.setting === "on") return true;
   if (input.setting === "off") return false;
-  if (input.platform !== "linux" || !input.onCpu) return true;
+  if (input.platform !== "linux" || !input.onCpu || (input.hugePages !== "always" && input.hugePages !== "madvise")) return true;
   const reserve = Math.max(1024 ** 3, input.ramTotalBytes * 0.1);
   return input.modelBytes > 0.8 * (input.ramFreeBytes - reserve);
 }

@@ -45,7 +45,7 @@ import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesO
 import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
-import { intoHugePages, ramForWeights, useMmapFor, type WeightsSetting } from "./huge-pages.js";
+import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -320,6 +320,7 @@ export class LlamaEngine implements Engine {
       const useMmap = useMmapFor({
         setting: options.mmap ?? "auto",
         platform: process.platform,
+        hugePages: transparentHugePageMode(),
         onCpu: llama.gpu === false,
         modelBytes: size,
         ramFreeBytes: ram.freeBytes,

@@ -17,10 +17,14 @@ const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 
 describe("useMmapFor", () => {
-  const base = { setting: "auto" as const, platform: "linux" as const, onCpu: true, modelBytes: 4 * GiB, ramFreeBytes: 20 * GiB, ramTotalBytes: 24 * GiB };
+  const base = { setting: "auto" as const, platform: "linux" as const, hugePages: "madvise" as const, onCpu: true, modelBytes: 4 * GiB, ramFreeBytes: 20 * GiB, ramTotalBytes: 24 * GiB };
 
-  it("reads a model that fits into memory on Linux on the CPU", () => {
+  it("reads a model that fits into memory on Linux on the CPU, where there are transparent huge pages", () => {
     expect(useMmapFor(base)).toBe(false);
+    expect(useMmapFor({ ...base, hugePages: "always" })).toBe(false);
+    expect(useMmapFor({ ...base, hugePages: "never" })).toBe(true);
+    expect(useMmapFor({ ...base, hugePages: undefined })).toBe(true);
+    expect(useMmapFor({ ...base, hugePages: "never", setting: "off" })).toBe(false);
   });
 
   it("maps the file on a GPU, on other systems, and when asked", () => {
@@ -52,7 +56,7 @@ describe("ramForWeights", () => {
     const r = ramForWeights({ freeBytes: 20 * GiB, totalBytes: 24 * GiB, limitBytes: 4 * GiB, rssBytes: 1 * GiB });
     expect(r).toEqual({ freeBytes: 3 * GiB, totalBytes: 4 * GiB });
     // A 3 GiB model then stays mapped: 80% of (3 GiB - 1 GiB reserve) is 1.6 GiB.
-    expect(useMmapFor({ setting: "auto", platform: "linux", onCpu: true, modelBytes: 3 * GiB, ramFreeBytes: r.freeBytes, ramTotalBytes: r.totalBytes })).toBe(true);
+    expect(useMmapFor({ setting: "auto", platform: "linux", hugePages: "madvise", onCpu: true, modelBytes: 3 * GiB, ramFreeBytes: r.freeBytes, ramTotalBytes: r.totalBytes })).toBe(true);
     expect(ramForWeights({ freeBytes: 20 * GiB, totalBytes: 24 * GiB, limitBytes: 1 * GiB, rssBytes: 2 * GiB }).freeBytes).toBe(0);
   });
 });
