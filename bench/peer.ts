@@ -85,7 +85,20 @@ interface Target {
   pid: number;
   /** Ours: which llama.cpp binaries it loaded (/health's gpu.build: prebuilt, or a local build). */
   build?: string;
+  /** Ours: how it holds the weights (docs/performance.md, section 18), from its /proc/PID files. */
+  weights?: string;
   stop(): Promise<void>;
+}
+
+/** Whether a server maps the model file or holds it in its memory, and how much of that is in huge pages (Linux). */
+function weightsOf(pid: number, model: string): string {
+  try {
+    if (readFileSync(`/proc/${pid}/maps`, "utf8").includes(model)) return "weights mapped from the file";
+    const huge = /^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    return `weights read into memory, ${Math.round(Number(huge?.[1] ?? 0) / 1024)} MiB of the process in huge pages`;
+  } catch {
+    return "weights: not known here";
+  }
 }
 
 function freePort(): Promise<number> {
@@ -163,6 +176,7 @@ async function startOurs(model: string, threads: number): Promise<Target> {
     extra: { reasoning_effort: "none" },
     pid: child.pid!,
     build: health.gpu?.build ?? "unknown",
+    weights: weightsOf(child.pid!, model),
     async stop() {
       await stopProcess(child);
       rmSync(dataDir, { recursive: true, force: true });
@@ -476,7 +490,7 @@ async function measureThreads(binary: string, model: string, threads: number) {
     await ours.stop();
     await peer.stop();
   }
-  return { threads, series, loads, build: ours.build };
+  return { threads, series, loads, build: ours.build, weights: ours.weights };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -548,7 +562,7 @@ const text = report(results);
 // The server loads `svc engine build`'s build first when it is there (with the patches it names), else another local build.
 const engineBuild = (await findEngineBuilds()).some((b) => b.current && !b.building);
 const localBuild = engineBuild ? `\`svc engine build\`'s binaries (patches: ${ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES})` : "node-llama-cpp's local build";
-console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${svcDefault};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on ${[...new Set(results.map((r) => (r.build === "local" ? localBuild : `node-llama-cpp's ${r.build} binaries`)))].join(", ")}\n`);
+console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${svcDefault};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on ${[...new Set(results.map((r) => (r.build === "local" ? localBuild : `node-llama-cpp's ${r.build} binaries`)))].join(", ")}, ${[...new Set(results.map((r) => r.weights))].join(", ")}\n`);
 console.log(text);
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));
 streamAgent.destroy();
