@@ -103,15 +103,21 @@ export function transparentHugePageMode(read = (p: string) => readFileSync(p, "u
   }
 }
 
-export type Madvise = (start: bigint, length: bigint, advice: number) => number;
+/** madvise(2): 0 on success, -1 on failure. */
+export type Madvise = (start: bigint, length: bigint, advice: number) => number | Promise<number>;
 
-/** libc's madvise through koffi (a dependency that ships prebuilt), or undefined where it cannot load. */
+/**
+ * libc's madvise through koffi (a dependency that ships prebuilt), or undefined where it cannot load. Called
+ * on a worker thread (koffi's async calls): collapsing a model of gigabytes into huge pages takes seconds,
+ * which would otherwise stall every stream of a server that switches models while it serves.
+ */
 export async function loadMadvise(): Promise<Madvise | undefined> {
   if (process.platform !== "linux") return undefined;
   try {
     const koffi = (await import("koffi")).default;
     const fn = koffi.load("libc.so.6").func("int madvise(uintptr_t addr, size_t len, int advice)");
-    return (start, length, advice) => fn(start, length, advice) as number;
+    return (start, length, advice) =>
+      new Promise<number>((resolve) => fn.async(start, length, advice, (err: unknown, result: number) => resolve(err ? -1 : result)));
   } catch {
     return undefined;
   }
@@ -123,28 +129,18 @@ export async function loadMadvise(): Promise<Madvise | undefined> {
  * huge page at a time, so that a page another thread frees meanwhile, or one the kernel cannot find memory
  * for, costs only itself. Returns the bytes collapsed; 0 where the kernel only took the advice.
  */
-export function adviseHugePages(spans: Region[], madvise: Madvise): number {
+export async function adviseHugePages(spans: Region[], madvise: Madvise): Promise<number> {
   let collapsed = 0;
   for (const s of spans) {
-    if (madvise(s.start, s.end - s.start, MADV_HUGEPAGE) !== 0) continue;
-    for (let page = s.start; page < s.end; page += HUGE) if (madvise(page, HUGE, MADV_COLLAPSE) === 0) collapsed += HUGE_PAGE_BYTES;
+    if ((await madvise(s.start, s.end - s.start, MADV_HUGEPAGE)) !== 0) continue;
+    for (let page = s.start; page < s.end; page += HUGE) if ((await madvise(page, HUGE, MADV_COLLAPSE)) === 0) collapsed += HUGE_PAGE_BYTES;
   }
   return collapsed;
 }
 
-/** This process's AnonHugePages, in bytes (0 where unknown). */
-export function anonHugePageBytes(read = (p: string) => readFileSync(p, "utf8")): number {
-  try {
-    const m = /^AnonHugePages:\s+(\d+) kB/m.exec(read("/proc/self/smaps_rollup"));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /**
- * Runs `allocate` (a model read into memory, a context's KV cache) and puts the buffers of `minBytes` or
- * more it allocated in huge pages. Does nothing but the allocation where the system has no transparent
+ * Runs `allocate` (a model read into memory) and puts the buffers of `minBytes` or more it allocated in
+ * huge pages. Does nothing but the allocation where the system has no transparent
  * huge pages or madvise cannot be called.
  */
 export async function intoHugePages<T>(allocate: () => Promise<T>, minBytes: number): Promise<{ result: T; hugePageBytes: number }> {
@@ -155,5 +151,5 @@ export async function intoHugePages<T>(allocate: () => Promise<T>, minBytes: num
   const result = await allocate();
   if (!madvise) return { result, hugePageBytes: 0 };
   const spans = addedHugeSpans(before, maps(), Math.max(8 * HUGE_PAGE_BYTES, minBytes));
-  return { result, hugePageBytes: adviseHugePages(spans, madvise) };
+  return { result, hugePageBytes: await adviseHugePages(spans, madvise) };
 }

@@ -61,7 +61,7 @@ export interface LlamaEngineOptions {
   /** Cap for the automatic context size; default 131072 (and never past the model's training length). */
   maxContextSize?: number;
   gpu?: GpuPreference;
-  /** Map the model file (on), read it into memory (off), or choose (auto: read in on Linux on the CPU when it fits; huge-pages.ts). */
+  /** Map the model file (on), read it into memory (off), or choose (auto: read in, in huge pages, on Linux with THP on the CPU when it fits; huge-pages.ts). */
   mmap?: WeightsSetting;
   /** How long reading one request's prompt into tokens may take, ms; default TOKENIZE_TIMEOUT_MS. */
   tokenizeTimeoutMs?: number;
@@ -326,7 +326,8 @@ export class LlamaEngine implements Engine {
         ramFreeBytes: ram.freeBytes,
         ramTotalBytes: ram.totalBytes,
       });
-      if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath, useMmap: true });
+      // Mapped: node-llama-cpp's default (it maps where the platform can).
+      if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath });
       else {
         const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size / 16);
         model = loaded.result;
