@@ -6,6 +6,7 @@
 // (docs/performance.md, section 18). Linux only: that is where transparent huge pages exist, and where a
 // process can ask for them (madvise) on memory it already holds.
 import { readFileSync } from "node:fs";
+import { memoryBudget } from "./resource-plan.js";
 
 export const HUGE_PAGE_BYTES = 2 * 1024 * 1024;
 const HUGE = BigInt(HUGE_PAGE_BYTES);
@@ -44,8 +45,8 @@ export function useMmapFor(input: {
   if (input.setting === "on") return true;
   if (input.setting === "off") return false;
   if (input.platform !== "linux" || !input.onCpu || (input.hugePages !== "always" && input.hugePages !== "madvise")) return true;
-  const reserve = Math.max(1024 ** 3, input.ramTotalBytes * 0.1);
-  return input.modelBytes > 0.8 * (input.ramFreeBytes - reserve);
+  const left = memoryBudget({ onGpu: false, vramFreeBytes: 0, vramTotalBytes: 0, ramFreeBytes: input.ramFreeBytes, ramTotalBytes: input.ramTotalBytes, mappedModelBytes: 0 });
+  return input.modelBytes > 0.8 * left;
 }
 
 /**
@@ -140,11 +141,14 @@ export async function adviseHugePages(spans: Region[], madvise: Madvise): Promis
 
 /**
  * Runs `allocate` (a model read into memory) and puts the buffers of `minBytes` or more it allocated in
- * huge pages. Does nothing but the allocation where the system has no transparent
- * huge pages or madvise cannot be called.
+ * huge pages. Does nothing but the allocation where the system has no transparent huge pages (`mode`, from
+ * transparentHugePageMode) or madvise cannot be called.
  */
-export async function intoHugePages<T>(allocate: () => Promise<T>, minBytes: number): Promise<{ result: T; hugePageBytes: number }> {
-  const mode = transparentHugePageMode();
+export async function intoHugePages<T>(
+  allocate: () => Promise<T>,
+  minBytes: number,
+  mode: ReturnType<typeof transparentHugePageMode>,
+): Promise<{ result: T; hugePageBytes: number }> {
   const madvise = mode === "always" || mode === "madvise" ? await loadMadvise() : undefined;
   const maps = () => anonymousRegions(readFileSync("/proc/self/maps", "utf8"));
   const before = madvise ? maps() : [];

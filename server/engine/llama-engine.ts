@@ -316,11 +316,12 @@ export class LlamaEngine implements Engine {
     const llama = runtime.llama;
     let model: LlamaModel;
     try {
+      const hugePages = transparentHugePageMode();
       const ram = ramForWeights({ freeBytes: freemem(), totalBytes: totalmem(), limitBytes: process.constrainedMemory?.(), rssBytes: process.memoryUsage.rss() });
       const useMmap = useMmapFor({
         setting: options.mmap ?? "auto",
         platform: process.platform,
-        hugePages: transparentHugePageMode(),
+        hugePages,
         onCpu: llama.gpu === false,
         modelBytes: size,
         ramFreeBytes: ram.freeBytes,
@@ -329,7 +330,7 @@ export class LlamaEngine implements Engine {
       // Mapped: node-llama-cpp's default (it maps where the platform can).
       if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath });
       else {
-        const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size / 16);
+        const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size / 16, hugePages);
         model = loaded.result;
         options.log?.(
           "info",
