@@ -19,6 +19,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
+import { fullCollection } from "../core/gc.js";
 import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
@@ -430,6 +431,9 @@ export class LlamaEngine implements Engine {
       const hint = engineBuildHint(gpu);
       if (hint) options.log?.("info", hint);
       if (info.contextNote) options.log?.("warn", info.contextNote);
+      // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
+      // slows every object built key by key until the next full collection: run it now (core/gc.ts).
+      fullCollection();
       return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {
       await model.dispose().catch(() => undefined);

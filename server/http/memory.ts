@@ -4,26 +4,11 @@
 // time (a 49 MB body left RSS 200 MB higher a minute later). So after requests with large bodies, once
 // they have stopped for a moment, the server asks V8 for two full collections (the second frees the
 // buffers the first released). One costs tens of milliseconds on this server's small heap.
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { fullCollection } from "../core/gc.js";
 
 /** Bodies at least this large schedule a collection. */
 export const LARGE_BODY_BYTES = 8 * 1024 * 1024;
 const SETTLE_MS = 2000;
-
-let collect: (() => void) | null | undefined;
-
-function collector(): (() => void) | null {
-  if (collect !== undefined) return collect;
-  try {
-    // The documented way to reach gc() without starting node with --expose-gc.
-    setFlagsFromString("--expose-gc");
-    collect = runInNewContext("gc") as () => void;
-  } catch {
-    collect = null;
-  }
-  return collect;
-}
 
 let timer: NodeJS.Timeout | null = null;
 
@@ -33,10 +18,7 @@ export function releaseAfterLargeBody(bytes: number): void {
   if (timer) clearTimeout(timer);
   timer = setTimeout(() => {
     timer = null;
-    const gc = collector();
-    if (!gc) return;
-    gc();
-    setImmediate(gc);
+    if (fullCollection()) setImmediate(fullCollection);
   }, SETTLE_MS);
   timer.unref();
 }
