@@ -110,8 +110,12 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   });
   let closing = false;
   app.addHook("preClose", async () => void (closing = true));
-  app.addHook("onRequest", async () => {
-    if (closing) throw new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 });
+  app.addHook("onRequest", (request, reply, done) => {
+    if (closing) return done(new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 }));
+    // A large body's memory is given back once such requests stop coming (memory.ts).
+    const length = Number(request.headers["content-length"]);
+    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
+    done();
   });
 
   // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
@@ -126,10 +130,13 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
       done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
     }
   });
-  app.addHook("preValidation", async (request) => checkBodyDepth(request.body));
-  app.addHook("onRequest", async (request, reply) => {
-    const length = Number(request.headers["content-length"]);
-    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
+  app.addHook("preValidation", (request, _reply, done) => {
+    try {
+      checkBodyDepth(request.body);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
   });
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));

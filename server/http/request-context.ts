@@ -45,7 +45,9 @@ export interface RequestContextOptions {
 export function requestContext(app: FastifyInstance, options: RequestContextOptions): void {
   app.decorateRequest("ctx", null as unknown as RequestContext);
 
-  app.addHook("onRequest", async (request, reply) => {
+  // A callback hook, not an async one: every request passes it, and an async hook costs a promise and a
+  // microtask turn each (GET /v1/models: docs/performance.md, section 19).
+  app.addHook("onRequest", (request, reply, done) => {
     const path = request.url.split("?")[0]!;
     const ctx: RequestContext = {
       id: request.id,
@@ -83,12 +85,15 @@ export function requestContext(app: FastifyInstance, options: RequestContextOpti
 
     const machine = options.allowedHosts === "loopback" ? null : options.allowedHosts;
     if (!hostAllowedOn(request.headers.host, machine))
-      throw new AppError(
-        "permission",
-        machine
-          ? `Host '${request.headers.host}' is not allowed. Use this machine's name or address, or start the server with --allowed-hosts naming it.`
-          : `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`,
-        { code: "host_not_allowed" },
+      return done(
+        new AppError(
+          "permission",
+          machine
+            ? `Host '${request.headers.host}' is not allowed. Use this machine's name or address, or start the server with --allowed-hosts naming it.`
+            : `Host '${request.headers.host}' is not allowed. Use http://127.0.0.1 or http://localhost.`,
+          { code: "host_not_allowed" },
+        ),
       );
+    done();
   });
 }
