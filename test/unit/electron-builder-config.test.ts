@@ -28,7 +28,7 @@ interface BuilderConfig {
 }
 
 const config = load(readFileSync(join(root, "electron-builder.yml"), "utf8")) as BuilderConfig;
-const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { main: string };
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { main: string; scripts: Record<string, string> };
 const llamaPackages = Object.keys(
   (JSON.parse(readFileSync(join(root, "node_modules", "node-llama-cpp", "package.json"), "utf8")) as { optionalDependencies: Record<string, string> }).optionalDependencies,
 ).filter((name) => name.startsWith("@node-llama-cpp/"));
@@ -115,6 +115,18 @@ describe("electron-builder.yml", () => {
       expect(keptNodeModule(platform, "node_modules/node-llama-cpp/dist/index.js")).toBe(true);
       expect(keptNodeModule(platform, "node_modules/better-sqlite3/build/Release/better_sqlite3.node")).toBe(true);
     }
+  });
+
+  it("packs `svc engine build`'s Release folder and done marker, not its CMake tree, source copy or lock", () => {
+    const build = "node_modules/node-llama-cpp/llama/localBuilds/linux-x64-5t5f6d545x431u3m611w2q302n3s486t5gr4257";
+    for (const file of ["Release/llama-addon.node", "Release/libggml-cpu-zen4.so", "Release/_nlcBuildMetadata.json", "buildDone.status"]) {
+      expect(keptNodeModule("linux", `${build}/${file}`), file).toBe(true);
+      expect(matches(config.asarUnpack, `${build}/${file}`), file).toBe(true);
+    }
+    for (const file of ["CMakeFiles/CMakeOutput.log", "llama.cpp/ggml/src/ggml.c", "bin/llama-addon.node", "build.ninja", "CMakeCache.txt", ".ninja_log", "compile_commands.json"])
+      expect(keptNodeModule("linux", `${build}/${file}`), file).toBe(false);
+    expect(keptNodeModule("linux", `${build}.lock/lock`)).toBe(false);
+    expect(pkg.scripts.dist).toBe("npm run build && node scripts/dist-engine.mjs && electron-builder");
   });
 
   it("keeps only the target platform's koffi module (madvise for huge pages, server/engine/huge-pages.ts)", () => {
