@@ -245,6 +245,11 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
               "detecting…"
             )}
           </p>
+          {status?.gpu?.buildHint && (
+            <p className="muted" data-testid="engine-build-hint">
+              {status.gpu.buildHint.split("`").map((part, i) => (i % 2 === 1 ? <code key={i}>{part}</code> : part))} Then restart the app.
+            </p>
+          )}
           <label>
             Use{" "}
             <select

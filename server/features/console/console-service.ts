@@ -4,6 +4,7 @@
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { isLoopbackHost } from "../../core/loopback.js";
+import { engineBuildHint } from "../../engine/engine-build.js";
 import type { RunningServer } from "../../index.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { AccountInfo } from "../accounts/accounts-service.js";
@@ -150,6 +151,7 @@ export class ConsoleService implements ConsoleApi {
             vramTotalBytes: hardware.gpu.vramTotalBytes,
             vramFreeBytes: hardware.gpu.vramFreeBytes,
             build: hardware.gpu.build ?? null,
+            buildHint: engineBuildHint(hardware.gpu),
           }
         : null,
       gpuPreference: this.server.models.gpuPreference(),

@@ -37,6 +37,11 @@ export interface GpuView {
   vramFreeBytes: number;
   /** Which llama.cpp binaries run: node-llama-cpp's prebuilt ones, or a build made on this machine; null: not known. */
   build: "prebuilt" | "local" | null;
+  /**
+   * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: what `svc engine build` would give and
+   * what it needs (the server logs the same line); null elsewhere.
+   */
+  buildHint: string | null;
 }
 
 export interface StatusView {
