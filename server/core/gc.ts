@@ -8,7 +8,7 @@
 // that touches it misses its inline caches: after a model load, until the next full collection (which an
 // idle or lightly loaded server may not run for a long time), Node's header objects, Fastify's replies and
 // JSON.parse's results were built that way (docs/performance.md, section 19: GET /v1/models 226k instructions
-// a request with a model loaded against 163k without one; 163k again after one collection). A full
+// a request with a model loaded against 163k without one; 158k after one collection). A full
 // collection drops the transitions whose maps died with the wrappers' trial renders.
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
