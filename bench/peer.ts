@@ -311,25 +311,35 @@ async function preroll(t: Target): Promise<void> {
 
 /** Decode rate of one stream: tokens after the first ÷ time after the first; and the server's CPU per token, by thread. */
 async function singleStream(t: Target): Promise<{ rate: number; cpu: ThreadCpu[] }> {
-  const before = threadCpu(t.pid);
-  const cpuBefore = cpuSeconds(t.pid);
+  const cpuWindow = startCpuWindow(t.pid);
   const r = await streamChat(t, question("single"), tokens);
   if (r.completionTokens < tokens) throw new Error(`${t.name} stopped after ${r.completionTokens} of ${tokens} tokens`);
-  const after = threadCpu(t.pid);
-  const perToken = (seconds: number) => (seconds * 1000) / r.completionTokens;
-  const cpu: ThreadCpu[] = [];
-  let live = 0;
-  for (const [tid, a] of after) {
-    const used = a.seconds - (before.get(tid)?.seconds ?? 0);
-    live += used;
-    cpu.push({ thread: tid === t.pid ? `${a.name} (main)` : a.name, ms: perToken(used) });
-  }
-  // Threads that ended meanwhile (our solo runs' threads) are only in the process's total.
-  cpu.push({ thread: "threads that ended", ms: perToken(cpuSeconds(t.pid) - cpuBefore - live) });
-  return { rate: (r.completionTokens - 1) / ((r.end - r.first) / 1000), cpu };
+  return { rate: (r.completionTokens - 1) / ((r.end - r.first) / 1000), cpu: cpuWindow((seconds) => (seconds * 1000) / r.completionTokens) };
 }
 
-/** CPU time per streamed token, in ms, of a thread (or a group of threads) of a server. */
+/**
+ * Starts counting a server's CPU by thread; the function returned ends the window and gives each thread's
+ * CPU seconds scaled by `per` (per token, per request). Threads that ended meanwhile (our solo runs'
+ * threads) are only in the process's total: one entry for them.
+ */
+function startCpuWindow(pid: number): (per: (seconds: number) => number) => ThreadCpu[] {
+  const before = threadCpu(pid);
+  const cpuBefore = cpuSeconds(pid);
+  return (per) => {
+    const after = threadCpu(pid);
+    const cpu: ThreadCpu[] = [];
+    let live = 0;
+    for (const [tid, a] of after) {
+      const used = a.seconds - (before.get(tid)?.seconds ?? 0);
+      live += used;
+      cpu.push({ thread: tid === pid ? `${a.name} (main)` : a.name, ms: per(used) });
+    }
+    cpu.push({ thread: "threads that ended", ms: per(cpuSeconds(pid) - cpuBefore - live) });
+    return cpu;
+  };
+}
+
+/** CPU time of a thread (or a group of threads) of a server per unit: ms per streamed token, µs per GET request. */
 interface ThreadCpu {
   thread: string;
   ms: number;
@@ -353,8 +363,8 @@ function threadCpu(pid: number): Map<number, { name: string; seconds: number }> 
   return threads;
 }
 
-/** Per thread name, the median over rounds of the CPU per token; threads under 0.005 ms left out. */
-function cpuByThread(rounds: ThreadCpu[][]): string {
+/** Per thread name, the median over rounds of the CPU per unit; threads under `least` left out. */
+function cpuByThread(rounds: ThreadCpu[][], digits = 2, least = 0.005): string {
   const byName = new Map<string, number[]>();
   for (const round of rounds) {
     const sums = new Map<string, number>();
@@ -363,9 +373,9 @@ function cpuByThread(rounds: ThreadCpu[][]): string {
   }
   return [...byName]
     .map(([thread, values]) => ({ thread, ms: median(values) }))
-    .filter((x) => x.ms >= 0.005)
+    .filter((x) => x.ms >= least)
     .sort((a, b) => b.ms - a.ms)
-    .map((x) => `${x.thread} ${x.ms.toFixed(2)}`)
+    .map((x) => `${x.thread} ${x.ms.toFixed(digits)}`)
     .join(", ");
 }
 
@@ -406,9 +416,10 @@ const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" 
  * time per request. The client shares the machine's cores, so requests/s also moves with how much CPU the
  * server leaves it; CPU per request is the server's own cost.
  */
-async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: number }> {
+async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: number; cpu: ThreadCpu[] }> {
   const started = performance.now();
   const cpuBefore = cpuSeconds(t.pid);
+  const cpuWindow = startCpuWindow(t.pid);
   let done = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
@@ -419,7 +430,7 @@ async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: nu
     }),
   );
   const cpuUs = ((cpuSeconds(t.pid) - cpuBefore) * 1e6) / done;
-  return { rps: done / ((performance.now() - started) / 1000), cpuUs };
+  return { rps: done / ((performance.now() - started) / 1000), cpuUs, cpu: cpuWindow((seconds) => (seconds * 1e6) / done) };
 }
 
 interface Series {
@@ -431,8 +442,9 @@ interface Series {
   modelsCpuUs: number[];
   promptTokens: number[];
   singleCpu: ThreadCpu[][];
+  modelsCpu: ThreadCpu[][];
 }
-const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [], singleCpu: [] });
+const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [], singleCpu: [], modelsCpu: [] });
 
 async function measureThreads(binary: string, model: string, threads: number) {
   log(`threads ${threads}: starting both servers (load ${load()})`);
@@ -482,6 +494,7 @@ async function measureThreads(binary: string, model: string, threads: number) {
         const r = await modelsRps(t);
         series[t.name].models.push(r.rps);
         series[t.name].modelsCpuUs.push(r.cpuUs);
+        series[t.name].modelsCpu.push(r.cpu);
       }
       loads.push(load());
       log(`threads ${threads}: round ${round + 1}/${rounds} done (load ${load()})`);
@@ -504,8 +517,8 @@ function report(results: Result[]): string {
   const head = `| Measure | ${results.map((r) => `threads ${r.threads}`).join(" | ")} |`;
   lines.push(head, `|---|${results.map(() => "---").join("|")}|`);
   const row = (label: string, cell: (r: Result) => string) => lines.push(`| ${label} | ${results.map(cell).join(" | ")} |`);
-  const m = (r: Result, who: Target["name"], k: Exclude<keyof Series, "singleCpu">) => median(r.series[who][k]);
-  const ratioCell = (r: Result, k: Exclude<keyof Series, "singleCpu">, unit: string, invert = false, digits = 1) => {
+  const m = (r: Result, who: Target["name"], k: Exclude<keyof Series, "singleCpu" | "modelsCpu">) => median(r.series[who][k]);
+  const ratioCell = (r: Result, k: Exclude<keyof Series, "singleCpu" | "modelsCpu">, unit: string, invert = false, digits = 1) => {
     const a = m(r, "ours", k);
     const b = m(r, "llama-server", k);
     const ratio = invert ? b / a : a / b;
@@ -537,6 +550,10 @@ function report(results: Result[]): string {
     if (r.series.ours.singleCpu.length > 0)
       lines.push(
         `threads ${r.threads}: single stream, server CPU ms per token by thread: ours ${cpuByThread(r.series.ours.singleCpu)}; llama-server ${cpuByThread(r.series["llama-server"].singleCpu)}`,
+      );
+    if (r.series.ours.modelsCpu.length > 0)
+      lines.push(
+        `threads ${r.threads}: GET /v1/models, server CPU µs per request by thread: ours ${cpuByThread(r.series.ours.modelsCpu, 1, 0.5)}; llama-server ${cpuByThread(r.series["llama-server"].modelsCpu, 1, 0.5)}`,
       );
   }
   return lines.join("\n");

@@ -15,7 +15,9 @@
 // to its source for the build and taken out again after): a thread pool kept for each context's life instead
 // of threads started and joined for every decode (docs/performance.md, section 13), a lone generation's
 // tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts `solo`), and the
-// tokens of a step of several sequences sampled in the job that decodes it (section 17; step-loop.ts `dispatch`).
+// tokens of a step of several sequences sampled in the job that decodes it (section 17; step-loop.ts `dispatch`);
+// and one to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies each weight row by all of their
+// tokens in one pass (F32/F16/BF16 weights on x86; section 21).
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
@@ -24,8 +26,11 @@ import { dirname, join } from "node:path";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
 import { packageRoot } from "../version.js";
 
-/** Our patches to node-llama-cpp's addon source, in the order they apply (resources/engine-patches/NAME.patch). */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2", "step-sampling"]);
+/**
+ * Our patches to node-llama-cpp's source (its addon, and the llama.cpp it ships: sgemm-few-columns), in the
+ * order they apply (resources/engine-patches/NAME.patch).
+ */
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2", "step-sampling", "sgemm-few-columns"]);
 
 /**
  * The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly, and the
@@ -121,7 +126,7 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
   if (gpu.backend !== "cpu" || gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
   return (
     "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine " +
-    "(about 7 minutes on 2 cores; needs cmake, make, git, patch and a C++ compiler): on a 2-core machine such a build " +
+    "(about 10 minutes on 2 cores; needs cmake, make, git, patch and a C++ compiler): on a 2-core machine such a build " +
     "read prompts 1.7 to 1.9 times as fast and generated several answers at once faster (svc engine --help)."
   );
 }

@@ -1,16 +1,17 @@
 // `svc engine build` for real: compiles node-llama-cpp's CPU binaries from the bundled llama.cpp source
 // (minutes), then a server started afterwards runs on them; `svc engine remove` goes back to the prebuilt
-// binaries. Not part of `npm test` (it takes 7 to 15 minutes on 2 cores and would put every other test
+// binaries. Not part of `npm test` (it takes 10 to 15 minutes on 2 cores and would put every other test
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { findEngineBuilds, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
 import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/step-loop.js";
 import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
-const hadBuild = (await findEngineBuilds()).length > 0;
+// A current build (one made by an earlier svc, with other patches, is not loaded and is not kept).
+const hadBuild = (await findEngineBuilds()).some((b) => b.current);
 const hadBuildsFolder = existsSync(localBuildsDirectory());
 const servers: SvcServer[] = [];
 
@@ -22,7 +23,7 @@ afterAll(async () => {
   if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
 });
 
-async function serveAndAsk(): Promise<{ build: string; content: string; log: string }> {
+async function serveAndAsk(): Promise<{ build: string; content: string; together: string[]; log: string }> {
   const dataDir = tempDataDir();
   const key = createKey(dataDir);
   const server = await startSvc({ model: inject("tinyModelPath"), dataDir, env: { SVC_LOG_LEVEL: "info" } });
@@ -32,16 +33,22 @@ async function serveAndAsk(): Promise<{ build: string; content: string; log: str
     health = (await (await fetch(`${server.url}/health`)).json()) as typeof health;
     if (health.model?.state !== "ready") await new Promise((r) => setTimeout(r, 250));
   }
-  const res = await fetch(`${server.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "svc", messages: [{ role: "user", content: "Say something." }], max_tokens: 8, temperature: 0 }),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number } };
-  expect(body.usage.completion_tokens).toBeGreaterThan(0);
+  const ask = async (content: string, maxTokens: number) => {
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "svc", messages: [{ role: "user", content }], max_tokens: maxTokens, temperature: 0 }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number } };
+    expect(body.usage.completion_tokens).toBeGreaterThan(0);
+    return body.choices[0]!.message.content;
+  };
+  const content = await ask("Say something.", 8);
+  // Three answers at once: their steps decode 2 and 3 tokens together (sgemm-few-columns.patch's matrix code).
+  const together = await Promise.all(["One thing.", "Another thing, longer.", "A third."].map((q) => ask(q, 24)));
   await server.stop();
-  return { build: health.gpu?.build ?? "", content: body.choices[0]!.message.content, log: server.output() };
+  return { build: health.gpu?.build ?? "", content, together, log: server.output() };
 }
 
 /** This process's threads around two decodes at 2 threads (test/support/decode-threads.mjs), in a fresh process. */
@@ -64,6 +71,7 @@ function soloSteps(): SoloFacts {
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as SoloFacts;
 }
 
+const sgemmSource = () => readFileSync(join(nodeLlamaCppDirectory(), "llama", "llama.cpp", "ggml", "src", "ggml-cpu", "llamafile", "sgemm.cpp"), "utf8");
 const addonSource = () => ["AddonContext.cpp", "AddonContext.h"].map((f) => readFileSync(join(nodeLlamaCppDirectory(), "llama", "addon", f), "utf8"));
 
 describe("svc engine build", () => {
@@ -76,14 +84,15 @@ describe("svc engine build", () => {
     else expect(before.log).toContain(hint);
     const threadsBefore = decodeThreads();
     const source = addonSource();
+    const sgemm = sgemmSource();
 
     const build = await runSvcAsync(["engine", "build"]);
     expect(build.stderr).toContain(
-      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop-2,step-sampling)",
+      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns)",
     );
     expect(build.status, build.stderr.slice(-3000)).toBe(0);
     expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
-    const [made] = await findEngineBuilds();
+    const made = (await findEngineBuilds()).find((b) => b.current);
     expect(made).toBeDefined();
     expect(runSvc(["engine"]).stdout).toContain(`CPU: llama.cpp built on this machine (${made!.release}): ${made!.folder}`);
 
@@ -98,6 +107,15 @@ describe("svc engine build", () => {
     expect(after.log).not.toContain(hint);
     // Same source, same greedy answer.
     expect(after.content).toBe(before.content);
+    // sgemm-few-columns.patch: the answers generated together are the same as with llama.cpp's own matrix
+    // code (each sum taken in the same order), and the build's x86 libraries have the new code compiled in
+    // (its symbols; the prebuilt libraries have none).
+    expect(after.together).toEqual(before.together);
+    const libraries = readdirSync(join(made!.folder, "Release")).filter((f) => /^libggml-cpu-(haswell|skylakex|zen4)\.so$/.test(f));
+    expect(libraries.sort()).toEqual(["libggml-cpu-haswell.so", "libggml-cpu-skylakex.so", "libggml-cpu-zen4.so"]);
+    for (const lib of libraries) expect(readFileSync(join(made!.folder, "Release", lib)).includes("4gemvILi4EEEvl"), lib).toBe(true);
+    expect(sgemmSource()).toBe(sgemm);
+    expect(sgemm).not.toContain("gemv<4>");
 
     // persistent-threadpool.patch: a decode at 2 threads leaves one ggml worker running for the next ones
     // (the prebuilt binaries start and join it inside every decode).

@@ -1,4 +1,4 @@
-// Our patches to node-llama-cpp's addon (resources/engine-patches/), compiled in by `svc engine build`: they
+// Our patches to node-llama-cpp's addon and the llama.cpp it ships (resources/engine-patches/), compiled in by `svc engine build`: they
 // apply to the node-llama-cpp installed here, and the build puts its source back as it was afterwards. The
 // build itself, and what the patch does at run time, are in test/engine-build/engine-build.test.ts.
 import { afterEach, describe, expect, it } from "vitest";
@@ -35,11 +35,11 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change", () => {
-    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2", "step-sampling"]);
-    for (const name of ADDON_PATCHES) {
-      const files = patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8"));
-      expect(files.sort()).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
-    }
+    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2", "step-sampling", "sgemm-few-columns"]);
+    const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
+    for (const name of ["persistent-threadpool", "solo-loop-2", "step-sampling"])
+      expect(filesOf(name)).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
+    expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
   });
 
   it("apply to the installed node-llama-cpp, and the source is put back byte for byte afterwards", () => {
@@ -60,8 +60,14 @@ describe("node-llama-cpp addon patches", () => {
     // step-sampling.patch, applied last: a step's decode and its samplings in one job.
     expect(cpp).toContain('InstanceMethod("decodeBatchAndSample", &AddonContext::DecodeBatchAndSample),');
     expect(cpp).toContain("class AddonContextDecodeAndSampleWorker");
+    // sgemm-few-columns.patch: llama.cpp's F32/F16 matrix code takes 2 to 6 columns (a step of a few
+    // sequences) one weight row at a time, on x86.
+    const sgemm = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"), "utf8");
+    expect(sgemm).toContain("case 4: gemv<4>(m); return true;");
+    expect(sgemm).toContain("NOINLINE void gemv(int64_t m) {");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
   });
@@ -79,7 +85,7 @@ describe("node-llama-cpp addon patches", () => {
   });
 
   it("builds are told apart by the patches compiled in", () => {
-    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2,step-sampling");
+    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns");
     expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
     const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
     expect(engineBuildKind(earlier)).toBe("earlier");
@@ -90,6 +96,8 @@ describe("node-llama-cpp addon patches", () => {
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop" })).toBe("earlier");
     // And the one before this, without the samplings in the decode's job.
     expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2" })).toBe("earlier");
+    // And the last one, with llama.cpp's matrix code as it ships.
+    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2,step-sampling" })).toBe("earlier");
     expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();
