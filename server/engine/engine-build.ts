@@ -17,7 +17,7 @@
 // tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts `solo`), and the
 // tokens of a step of several sequences sampled in the job that decodes it (section 17; step-loop.ts `dispatch`);
 // and one to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies each weight row by all of their
-// tokens in one pass (F32/F16/BF16 weights on x86; section 21).
+// tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86; section 21).
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";

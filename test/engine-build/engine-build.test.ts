@@ -107,13 +107,17 @@ describe("svc engine build", () => {
     expect(after.log).not.toContain(hint);
     // Same source, same greedy answer.
     expect(after.content).toBe(before.content);
-    // sgemm-few-columns.patch: the answers generated together are the same as with llama.cpp's own matrix
-    // code (each sum taken in the same order), and the build's x86 libraries have the new code compiled in
-    // (its symbols; the prebuilt libraries have none).
+    // sgemm-few-columns.patch: the answers generated together (the tiny model's weights are F32) are the same
+    // as with llama.cpp's own matrix code (each sum taken in the same order), and the build's x86 libraries
+    // have the new code compiled in, for F32 and for Q8_0 weights (its symbols; the prebuilt libraries have none).
     expect(after.together).toEqual(before.together);
     const libraries = readdirSync(join(made!.folder, "Release")).filter((f) => /^libggml-cpu-(haswell|skylakex|zen4)\.so$/.test(f));
     expect(libraries.sort()).toEqual(["libggml-cpu-haswell.so", "libggml-cpu-skylakex.so", "libggml-cpu-zen4.so"]);
-    for (const lib of libraries) expect(readFileSync(join(made!.folder, "Release", lib)).includes("4gemvILi4EEEvl"), lib).toBe(true);
+    for (const lib of libraries) {
+      const binary = readFileSync(join(made!.folder, "Release", lib));
+      expect(binary.includes("_fffE4gemvILi4EEEvl"), `${lib}: F32`).toBe(true);
+      expect(binary.includes("tinyBLAS_Q0_AVXI10block_q8_0S1_fE4gemvILi4EEEvl"), `${lib}: Q8_0`).toBe(true);
+    }
     expect(sgemmSource()).toBe(sgemm);
     expect(sgemm).not.toContain("gemv<4>");
 

@@ -60,11 +60,13 @@ describe("node-llama-cpp addon patches", () => {
     // step-sampling.patch, applied last: a step's decode and its samplings in one job.
     expect(cpp).toContain('InstanceMethod("decodeBatchAndSample", &AddonContext::DecodeBatchAndSample),');
     expect(cpp).toContain("class AddonContextDecodeAndSampleWorker");
-    // sgemm-few-columns.patch: llama.cpp's F32/F16 matrix code takes 2 to 6 columns (a step of a few
-    // sequences) one weight row at a time, on x86.
+    // sgemm-few-columns.patch: llama.cpp's matrix code for F32/F16/BF16 weights (tinyBLAS) and for Q8_0,
+    // Q4_0, Q5_0 and IQ4_NL (tinyBLAS_Q0_AVX) takes 2 to 6 columns (a step of a few sequences) one weight
+    // row at a time, on x86.
     const sgemm = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"), "utf8");
     expect(sgemm).toContain("case 4: gemv<4>(m); return true;");
-    expect(sgemm).toContain("NOINLINE void gemv(int64_t m) {");
+    expect(sgemm).toContain("case 4: gemv<4>(m); return;");
+    expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
