@@ -85,7 +85,7 @@ threads are kept from one token to the next, a lone answer's tokens are decoded 
 their own, several answers' tokens are sampled in the job that decodes them, and a step of a few answers
 multiplies each weight row by all of their tokens at once. On a 2-core Zen 4 such a build read prompts 1.7
 to 1.9 times as fast as the prebuilt binaries, generated one answer faster than llama.cpp's own
-llama-server on the same model file and four at once 1.3 to 1.7 times as fast (docs/performance.md). It is
+llama-server on the same model file and four at once 1.2 to 1.9 times as fast (docs/performance.md). It is
 portable like them (a library per CPU family, the right one chosen at load) and runs the CPU from the
 server's next start; a GPU backend keeps its prebuilt binaries.
 /health says which runs ("gpu": {"build": "local"} or "prebuilt"). \`svc engine remove\` deletes the
