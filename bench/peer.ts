@@ -418,7 +418,6 @@ const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" 
  */
 async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: number; cpu: ThreadCpu[] }> {
   const started = performance.now();
-  const cpuBefore = cpuSeconds(t.pid);
   const cpuWindow = startCpuWindow(t.pid);
   let done = 0;
   await Promise.all(
@@ -429,8 +428,10 @@ async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: nu
       }
     }),
   );
-  const cpuUs = ((cpuSeconds(t.pid) - cpuBefore) * 1e6) / done;
-  return { rps: done / ((performance.now() - started) / 1000), cpuUs, cpu: cpuWindow((seconds) => (seconds * 1e6) / done) };
+  const rps = done / ((performance.now() - started) / 1000);
+  // The threads' shares add up to the process's total (the threads that ended are one of them).
+  const cpu = cpuWindow((seconds) => (seconds * 1e6) / done);
+  return { rps, cpuUs: cpu.reduce((sum, c) => sum + c.ms, 0), cpu };
 }
 
 interface Series {

@@ -45,7 +45,7 @@ async function serveAndAsk(): Promise<{ build: string; content: string; together
     return body.choices[0]!.message.content;
   };
   const content = await ask("Say something.", 8);
-  // Three answers at once: their steps decode 2 and 3 tokens together (sgemm-few-columns.patch's matrix code).
+  // Three answers asked at once: where they overlap, a step decodes 2 or 3 tokens together (sgemm-few-columns.patch's matrix code).
   const together = await Promise.all(["One thing.", "Another thing, longer.", "A third."].map((q) => ask(q, 24)));
   await server.stop();
   return { build: health.gpu?.build ?? "", content, together, log: server.output() };
