@@ -64,6 +64,33 @@ export function enginePatchesDirectory(): string {
   return dir;
 }
 
+/**
+ * Where node-llama-cpp builds llama.cpp from: the source it ships as a git bundle (llama/gitRelease.bundle),
+ * unpacked by its first build. A fresh install has only the bundle.
+ */
+export function llamaCppSourceDirectory(): string {
+  return join(nodeLlamaCppDirectory(), "llama", "llama.cpp");
+}
+
+/**
+ * Unpacks the llama.cpp source from node-llama-cpp's bundle (offline) unless it is there, so that our patch
+ * to it can apply before the build: node-llama-cpp would unpack it only inside the build, and it unpacks it
+ * again (over a patched file) when its info file is missing, so both are checked as it checks them.
+ */
+export async function ensureLlamaCppSource(): Promise<void> {
+  if (existsSync(join(llamaCppSourceDirectory(), ".git")) && existsSync(join(nodeLlamaCppDirectory(), "llama", "llama.cpp.info.json"))) return;
+  const { DownloadLlamaCppCommand } = await import("node-llama-cpp/commands");
+  // It reports on stdout; the build's progress goes to stderr.
+  const log = console.log;
+  console.log = console.error;
+  try {
+    await DownloadLlamaCppCommand({ skipBuild: true, noUsageExample: true });
+  } finally {
+    console.log = log;
+  }
+  if (!existsSync(join(llamaCppSourceDirectory(), ".git"))) throw new Error(`node-llama-cpp did not unpack the llama.cpp source to ${llamaCppSourceDirectory()}`);
+}
+
 /** The files a unified diff changes, relative to the folder it applies to (its `+++ b/...` lines, -p1). */
 export function patchedFiles(patch: string): string[] {
   return [...patch.matchAll(/^\+\+\+ [^/\s]+\/(\S+)/gm)].map((m) => m[1]!);
@@ -221,11 +248,12 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
 }
 
 /**
- * Compiles the build (minutes: about 7 on 2 cores) and loads it once to check it. Progress goes to stderr
+ * Unpacks the llama.cpp source if needed, compiles the build (minutes: about 10 on 2 cores) and loads it once to check it. Progress goes to stderr
  * (node-llama-cpp's and CMake's own logs). Throws when a tool is missing or the compilation fails.
  */
 export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null }> {
   const started = performance.now();
+  await ensureLlamaCppSource();
   const restore = applyAddonPatches();
   try {
     const llama = await getLlama({

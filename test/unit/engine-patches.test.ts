@@ -1,7 +1,7 @@
 // Our patches to node-llama-cpp's addon and the llama.cpp it ships (resources/engine-patches/), compiled in by `svc engine build`: they
 // apply to the node-llama-cpp installed here, and the build puts its source back as it was afterwards. The
 // build itself, and what the patch does at run time, are in test/engine-build/engine-build.test.ts.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,20 +15,26 @@ import {
   nodeLlamaCppDirectory,
   patchedFiles,
 } from "../../server/engine/engine-build.js";
+import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+afterAll(removeLlamaCppBundleClone);
 
-/** A copy of node-llama-cpp's addon source, laid out as in its package. */
+/**
+ * A copy of the node-llama-cpp source the patches change, laid out as in its package: its addon's files, and
+ * llama.cpp's from the bundle it ships (what its build unpacks to llama/llama.cpp; a fresh install has only the bundle).
+ */
 function addonCopy(): { dir: string; files: string[] } {
   const dir = mkdtempSync(join(tmpdir(), "svc-patch-"));
   dirs.push(dir);
   const files = ADDON_PATCHES.flatMap((name) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")));
   for (const file of files) {
     mkdirSync(join(dir, file, ".."), { recursive: true });
-    cpSync(join(nodeLlamaCppDirectory(), file), join(dir, file));
+    if (file.startsWith("llama/llama.cpp/")) writeFileSync(join(dir, file), llamaCppBundleFile(file.slice("llama/llama.cpp/".length)));
+    else cpSync(join(nodeLlamaCppDirectory(), file), join(dir, file));
   }
   return { dir, files };
 }
