@@ -248,8 +248,9 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
 }
 
 /**
- * Unpacks the llama.cpp source if needed, compiles the build (minutes: about 10 on 2 cores) and loads it once to check it. Progress goes to stderr
- * (node-llama-cpp's and CMake's own logs). Throws when a tool is missing or the compilation fails.
+ * Unpacks the llama.cpp source if needed, compiles the build (minutes: about 10 on 2 cores) and loads it once
+ * to check it. Progress goes to stderr (node-llama-cpp's and CMake's own logs). Throws when a tool is missing
+ * or the compilation fails.
  */
 export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null }> {
   const started = performance.now();

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import {
   ADDON_PATCHES,
   applyAddonPatches,
@@ -12,6 +12,7 @@ import {
   engineBuildHint,
   engineBuildKind,
   enginePatchesDirectory,
+  llamaCppSourceDirectory,
   nodeLlamaCppDirectory,
   patchedFiles,
 } from "../../server/engine/engine-build.js";
@@ -28,12 +29,13 @@ afterAll(removeLlamaCppBundleClone);
  * llama.cpp's from the bundle it ships (what its build unpacks to llama/llama.cpp; a fresh install has only the bundle).
  */
 function addonCopy(): { dir: string; files: string[] } {
+  const llamaCpp = `${relative(nodeLlamaCppDirectory(), llamaCppSourceDirectory())}/`;
   const dir = mkdtempSync(join(tmpdir(), "svc-patch-"));
   dirs.push(dir);
   const files = ADDON_PATCHES.flatMap((name) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")));
   for (const file of files) {
     mkdirSync(join(dir, file, ".."), { recursive: true });
-    if (file.startsWith("llama/llama.cpp/")) writeFileSync(join(dir, file), llamaCppBundleFile(file.slice("llama/llama.cpp/".length)));
+    if (file.startsWith(llamaCpp)) writeFileSync(join(dir, file), llamaCppBundleFile(file.slice(llamaCpp.length)));
     else cpSync(join(nodeLlamaCppDirectory(), file), join(dir, file));
   }
   return { dir, files };
