@@ -46,6 +46,8 @@ export interface ToolDefinition {
   cacheBreakpoint?: boolean;
   /** Where the surface found the schema (e.g. "tools[0].function.parameters"), for error messages. */
   param?: string;
+  /** The caller asked for strict adherence to the schema: a keyword the grammar cannot hold is a 400. */
+  strict?: boolean;
 }
 
 export type ToolChoice =

@@ -27,6 +27,7 @@ import type { PromptSyntax } from "./prompt.js";
 import { TextTriggerMatcher } from "./text-matcher.js";
 import { TokenTextDecoder } from "./token-decoder.js";
 import { metadataFor, scoreToken, type SampledToken } from "./token-probabilities.js";
+import { Utf8State, Utf8TokenGuard } from "./utf8-guard.js";
 import type { EngineEvent, EngineOutcome, EngineRequest, ScoredToken } from "./types.js";
 
 /** What llama.cpp is asked to report with each sampled token (nothing, unless the request scores tokens). */
@@ -158,6 +159,24 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   const biasAll = biasFor(banned);
   const biasText = biasFor(bannedOutsideCalls);
 
+  // Grammar phases sample only well-formed UTF-8 (see utf8-guard.ts): the bans follow the bytes so far.
+  // Held in an object: optionsFor sets it, and the compiler must not narrow it away.
+  const utf8: { guard: Utf8TokenGuard | null; state: Utf8State } = { guard: null, state: Utf8State.Boundary };
+  const guardedBiases = new Map<string, TokenBias>();
+  function guardedBias(base: Set<Token>, key: string): () => TokenBias {
+    return () => {
+      const id = `${key}:${utf8.state}`;
+      let bias = guardedBiases.get(id);
+      if (bias === undefined) {
+        bias = new TokenBias(model.tokenizer);
+        for (const t of base) bias.set(t, "never");
+        for (const t of utf8.guard!.banned(utf8.state)) bias.set(t, "never");
+        guardedBiases.set(id, bias);
+      }
+      return bias;
+    };
+  }
+
   const sampling = request.sampling;
   const penalties =
     (sampling.frequencyPenalty ?? 0) !== 0 || (sampling.presencePenalty ?? 0) !== 0
@@ -175,13 +194,16 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     if (phase.kind === "answer") grammar = grammars.answer;
     else if (phase.kind === "tool_name") grammar = grammars.toolNames;
     else if (phase.kind === "tool_args") grammar = grammars.toolArguments.get(phase.tool.name) ?? null;
+    const text = phase.kind === "answer" || phase.kind === "reasoning";
+    utf8.guard = grammar ? Utf8TokenGuard.for(model) : null;
+    utf8.state = Utf8State.Boundary;
     return {
       temperature: sampling.temperature,
       topP: sampling.topP,
       topK: sampling.topK,
       seed: sampling.seed,
       repeatPenalty: penalties,
-      tokenBias: phase.kind === "answer" || phase.kind === "reasoning" ? biasText : biasAll,
+      tokenBias: utf8.guard ? guardedBias(text ? bannedOutsideCalls : banned, text ? "text" : "all") : text ? biasText : biasAll,
       grammarEvaluationState: grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined,
       yieldEogToken: true,
     };
@@ -304,6 +326,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       if (!eog) {
         completion += 1;
         punish.push(token);
+        if (utf8.guard) utf8.state = utf8.guard.next(utf8.state, token);
       }
       let answerEntry: TokenLogprob | null = null;
       if (metadata !== noMetadata && !eog) {

@@ -2,9 +2,9 @@
 //
 // The rule: whatever the model writes under the grammar parses with JSON.parse and satisfies the schema
 // (checked by validateJsonAgainstSchema below). Where a keyword cannot be honoured, the conversion
-// throws UnsupportedSchemaError rather than produce a grammar that lets invalid output through. The few
-// exceptions, which the grammar does not enforce and which only validation catches, are listed under
-// "Not enforced".
+// throws UnsupportedSchemaError rather than produce a grammar that lets invalid output through. The one
+// exception, uniqueItems over items that are not a finite set when the caller did not ask for strict, is
+// under "Strict" below.
 //
 // Output is compact JSON: no whitespace anywhere between tokens.
 //
@@ -38,7 +38,7 @@
 // - Numbers: integers have at most 15 digits, fractions 16, exponents 2 (no overflow). Bounds (minimum, maximum, exclusive
 //   ones) are exact: for integers by digit ranges; for numbers with no exponent, at most 9 integer and
 //   6 fraction digits, compared exactly as decimals (see grammar/numeric-range.ts for why rounding on
-//   parse cannot break them). multipleOf 10^-k (0.01, 1, ...) limits fraction digits (exact).
+//   parse cannot break them). multipleOf: see below.
 // - enum / const: any JSON values, written compactly as JSON.stringify does; values that fail their
 //   sibling keywords (e.g. type) are dropped.
 // - anyOf -> alternatives. oneOf -> alternatives too, but only when the branches are provably disjoint
@@ -57,16 +57,21 @@
 // - Also rejected: the `false` schema (where a value must be written), not, if/then/else, contains,
 //   dependentSchemas on required properties, patternProperties with no declared properties, minProperties
 //   above 1 with free-form keys (repeated keys could collapse), and bounds no value satisfies.
+// - multipleOf: 10^-k (0.01, 1, ...) limits fraction digits; any other step (5, 0.25, 2.5) is written with
+//   exactly its fraction digits under a remainder automaton, within the bounds (grammar/multiple-of.ts);
+//   steps over 250 times their smallest decimal unit, or with more than 6 fraction digits, are rejected.
 //
-// Not enforced by the grammar (validation afterwards reports them):
-// - multipleOf other than 10^-k (e.g. 5 or 0.25);
-// - uniqueItems over items that are not a finite set of values (strings, objects, ...): the model may
-//   repeat an item.
-// - Overlong UTF-8: llama.cpp's grammar engine decodes bytes to code points without rejecting every
-//   overlong encoding (e.g. E0 82 80 passes as U+0080), so a model writing invalid byte sequences through
-//   byte-fallback tokens gets replacement characters in the text, which count differently for
-//   maxLength (JSON stays valid). Forced to pick random bytes for one U+0080..U+FFFF character, the tiny
-//   test model did so 1 time in 200; real models do not write such bytes.
+// Strict (the caller's `strict: true`): a keyword the grammar cannot hold is refused. Without it, one is
+// left to the model and not checked afterwards:
+// - uniqueItems over items that are not a finite set of values (strings, objects, ...): a grammar cannot
+//   keep them apart. Not strict, the model may repeat an item (as with llama.cpp's, Ollama's and vLLM's
+//   grammars; Pydantic's and Zod's sets dedupe what they read); strict, the schema is a 400.
+//
+// UTF-8: llama.cpp's grammar engine reads each token's bytes leniently (it does not check every
+// continuation byte, nor reject overlong forms or surrogates), so a model writing ill-formed bytes through
+// byte-fallback tokens would get replacement characters the grammar never counted. The engine bans, before
+// each sampling in a grammar phase, the tokens that would make the bytes so far ill-formed
+// (utf8-guard.ts), so what the grammar counted is what the text holds.
 //
 // Validation (validateJsonAgainstSchema) reads schemas the same way: same normalization, formats as
 // above, multipleOf exact on decimals (0.29 is a multiple of 0.01), own properties only (a property
@@ -91,7 +96,7 @@ import {
 export { UnsupportedSchemaError, validateJsonAgainstSchema, type ValidationResult };
 
 /** The GBNF grammar (with a `root` rule) for compact JSON that satisfies `schema`. */
-export function jsonSchemaToGbnf(schema: Record<string, unknown> | boolean): string {
+export function jsonSchemaToGbnf(schema: Record<string, unknown> | boolean, options: { strict?: boolean } = {}): string {
   if (schema === false) throw new UnsupportedSchemaError("the schema false (no value is valid)", "");
   if (!isPlainObject(schema) && schema !== true) throw new UnsupportedSchemaError("a schema must be an object or a boolean", "");
   // The schema must compile for validation. A $ref ajv cannot resolve is left to the conversion, which
@@ -102,7 +107,7 @@ export function jsonSchemaToGbnf(schema: Record<string, unknown> | boolean): str
   const normalized = normalizeSchema(schema) as Record<string, unknown> | boolean;
   const checker = new SchemaChecker(normalized);
   try {
-    const grammar = new SchemaConverter(normalized, checker).convert();
+    const grammar = new SchemaConverter(normalized, checker, options.strict ?? false).convert();
     if (validate instanceof Error) throw invalid();
     return grammar;
   } finally {
@@ -118,10 +123,10 @@ const grammarCache = new Map<string, string | UnsupportedSchemaError>();
  * the pipeline checks schemas before a request waits for the model, and the engine reuses the grammar.
  * A schema nested deeper than the converter's stack allows is unsupported, not a crash.
  */
-export function cachedSchemaGrammar(schema: Record<string, unknown> | boolean): string {
+export function cachedSchemaGrammar(schema: Record<string, unknown> | boolean, strict = false): string {
   let key: string;
   try {
-    key = JSON.stringify(schema);
+    key = `${strict ? "strict" : "best"}:${JSON.stringify(schema)}`;
   } catch (err) {
     if (err instanceof RangeError) throw new UnsupportedSchemaError("the schema is nested too deeply", "");
     throw err;
@@ -129,7 +134,7 @@ export function cachedSchemaGrammar(schema: Record<string, unknown> | boolean): 
   let found = grammarCache.get(key);
   if (found === undefined) {
     try {
-      found = jsonSchemaToGbnf(schema);
+      found = jsonSchemaToGbnf(schema, { strict });
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) found = err;
       else if (err instanceof RangeError) found = new UnsupportedSchemaError("the schema is nested too deeply", "");
@@ -143,8 +148,8 @@ export function cachedSchemaGrammar(schema: Record<string, unknown> | boolean): 
 }
 
 /** Throws UnsupportedSchemaError when jsonSchemaToGbnf would. */
-export function checkSchemaSupported(schema: Record<string, unknown> | boolean): void {
-  jsonSchemaToGbnf(schema);
+export function checkSchemaSupported(schema: Record<string, unknown> | boolean, strict = false): void {
+  jsonSchemaToGbnf(schema, { strict });
 }
 
 /** The grammar for json_object mode: any JSON object (values any JSON), compact. */

@@ -23,6 +23,7 @@ import { fullCollection } from "../core/gc.js";
 import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
+import { Utf8TokenGuard } from "./utf8-guard.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import {
@@ -395,6 +396,8 @@ export class LlamaEngine implements Engine {
           ? (resolveChatWrapper(model, { customWrapperSettings: { jinjaTemplate: { reasoning: false } } }) ?? thinking)
           : thinking;
       const syntax = resolvePromptSyntax(model, thinking);
+      // A pass over the vocabulary (about 0.15 s for 150k tokens), here rather than in the first constrained request.
+      Utf8TokenGuard.for(model);
       const info: LoadedModelInfo = {
         path: options.modelPath,
         name: model.fileInfo.metadata?.general?.name ?? basename(options.modelPath),
@@ -543,7 +546,7 @@ export class LlamaEngine implements Engine {
     let answer: LlamaGrammar | null = null;
     if (output.type === "json_object") answer = await this.grammar(jsonObjectGbnf());
     else if (output.type === "json_schema")
-      answer = await this.grammar(this.schemaGrammar(output.schema, output.param ?? "response_format"));
+      answer = await this.grammar(this.schemaGrammar(output.schema, output.param ?? "response_format", output.strict === true));
 
     const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && this.syntax.toolCall !== null;
     if (request.toolChoice.type === "tool") {
@@ -555,13 +558,13 @@ export class LlamaEngine implements Engine {
     const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`);
     const toolArguments = new Map<string, LlamaGrammar>();
     for (const [i, tool] of request.tools.entries())
-      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, tool.param ?? `tools[${i}].parameters`)));
+      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, tool.param ?? `tools[${i}].parameters`, tool.strict === true)));
     return { answer, toolNames, toolArguments };
   }
 
-  private schemaGrammar(schema: Record<string, unknown>, param: string): string {
+  private schemaGrammar(schema: Record<string, unknown>, param: string, strict: boolean): string {
     try {
-      return cachedSchemaGrammar(schema);
+      return cachedSchemaGrammar(schema, strict);
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
       throw err;

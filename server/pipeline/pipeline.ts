@@ -198,13 +198,16 @@ async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, t
  * honour is a 400 whether or not a model is loaded, and before the request waits for a sequence.
  */
 export function checkSchemas(request: InferenceRequest): void {
-  const output = request.output.type === "json_schema" ? [{ schema: request.output.schema, param: request.output.param ?? "response_format" }] : [];
-  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters` }));
+  const output =
+    request.output.type === "json_schema"
+      ? [{ schema: request.output.schema, param: request.output.param ?? "response_format", strict: request.output.strict === true }]
+      : [];
+  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters`, strict: tool.strict === true }));
   // Every tool counts (the prompt shows them all); only those that may be called are compiled.
   checkSchemaLimits([...output, ...tools]);
-  for (const { schema, param } of [...output, ...(request.toolChoice.type === "none" ? [] : tools)]) {
+  for (const { schema, param, strict } of [...output, ...(request.toolChoice.type === "none" ? [] : tools)]) {
     try {
-      cachedSchemaGrammar(schema);
+      cachedSchemaGrammar(schema, strict);
     } catch (err) {
       if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
       throw err;
@@ -359,13 +362,13 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: Pi
 export function checkOutput(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog): void {
   const failures: string[] = [];
   if (request.output.type === "json_schema" && outcome.stopReason !== "max_tokens" && outcome.toolCalls.length === 0) {
-    const problem = jsonProblem(request.output.schema, outcome.text);
+    const problem = jsonProblem(request.output.schema, outcome.text, request.output.strict === true);
     if (problem) failures.push(`the answer ${problem}`);
   }
   const complete = outcome.stopReason === "max_tokens" ? outcome.toolCalls.slice(0, -1) : outcome.toolCalls;
   for (const call of complete) {
     const tool = request.tools.find((t) => t.name === call.name);
-    const problem = tool ? jsonProblem(tool.parameters, call.arguments) : "names a tool that was not offered";
+    const problem = tool ? jsonProblem(tool.parameters, call.arguments, tool.strict === true) : "names a tool that was not offered";
     if (problem) failures.push(`the arguments of the call to '${call.name}' ${problem}`);
   }
   if (failures.length === 0) return;
@@ -375,13 +378,13 @@ export function checkOutput(request: InferenceRequest, outcome: EngineOutcome, l
   });
 }
 
-function jsonProblem(schema: Record<string, unknown>, text: string): string | null {
+function jsonProblem(schema: Record<string, unknown>, text: string, strict: boolean): string | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return "is not valid JSON";
   }
-  const result = validateJsonAgainstSchema(schema, value);
+  const result = validateJsonAgainstSchema(schema, value, { strict });
   return result.valid ? null : `does not match the schema (${result.errors.slice(0, 3).join("; ")})`;
 }

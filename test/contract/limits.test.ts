@@ -262,6 +262,43 @@ describe("schemas are checked before anything waits for the model", () => {
   });
 });
 
+describe("strict schemas (issue 36)", () => {
+  const set = { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } }, required: ["tags"] };
+
+  it("uniqueItems over strings: a 400 under strict (Chat and Responses, tools and answers), best effort without", async () => {
+    const engine = new FakeEngine(() => answer('{"tags":["a","a"]}'));
+    const test = await app(engine);
+    const strictChat = await chat(test, { ...chatBody, response_format: { type: "json_schema", json_schema: { name: "x", schema: set, strict: true } } });
+    expect(strictChat.statusCode).toBe(400);
+    expect(strictChat.json().error).toMatchObject({ code: "invalid_schema", param: "response_format.json_schema.schema" });
+    expect(strictChat.json().error.message).toContain("uniqueItems");
+    const strictTool = await chat(test, { ...chatBody, tools: [{ type: "function", function: { name: "f", parameters: set, strict: true } }] });
+    expect(strictTool.statusCode).toBe(400);
+    expect(strictTool.json().error).toMatchObject({ code: "invalid_schema", param: "tools[0].function.parameters" });
+    // Responses function tools are strict unless they say otherwise, as on OpenAI.
+    const responsesTool = await responses(test, { ...responsesBody, tools: [{ type: "function", name: "f", parameters: set }] });
+    expect(responsesTool.statusCode).toBe(400);
+    expect(responsesTool.json().error.code).toBe("invalid_schema");
+    const looseTool = await responses(test, { ...responsesBody, tools: [{ type: "function", name: "f", parameters: set, strict: false }] });
+    expect(looseTool.statusCode).toBe(200);
+    // Not strict: a repeated item is the model's, not a server bug.
+    const loose = await chat(test, { ...chatBody, response_format: { type: "json_schema", json_schema: { name: "x", schema: set } } });
+    expect(loose.statusCode).toBe(200);
+    expect(JSON.parse(loose.json().choices[0].message.content)).toEqual({ tags: ["a", "a"] });
+  });
+
+  it("top_k reaches the engine from Chat and Responses (an extension), as from Messages", async () => {
+    const engine = new FakeEngine(() => answer("ok"));
+    const test = await app(engine);
+    expect((await chat(test, { ...chatBody, top_k: 7 })).statusCode).toBe(200);
+    expect((await responses(test, { ...responsesBody, top_k: 9 })).statusCode).toBe(200);
+    expect((await messages(test, { ...messagesBody, top_k: 11 })).statusCode).toBe(200);
+    expect(engine.requests.map((r) => r.sampling.topK)).toEqual([7, 9, 11]);
+    const zero = await chat(test, { ...chatBody, top_k: 0 });
+    expect(zero.statusCode).toBe(400);
+  });
+});
+
 describe("streams that wait", () => {
   it("send keep-alive comments while queued, then the events; headers (and rate headers) go out first", async () => {
     const engine = new GatedEngine(1);

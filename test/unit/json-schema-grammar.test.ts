@@ -499,6 +499,17 @@ const SCHEMAS: Record<string, Schema> = {
     },
     required: ["a", "b", "c", "d", "e", "f", "g", "h"],
   },
+  "multipleOf that is not a power of ten": {
+    type: "object",
+    properties: {
+      five: { type: "integer", multipleOf: 5 },
+      quarter: { type: "number", multipleOf: 0.25, exclusiveMinimum: 0 },
+      seven: { type: "integer", multipleOf: 7, minimum: 10 },
+      step: { type: "number", multipleOf: 2.5, minimum: -10, maximum: 12 },
+      half: { type: "integer", multipleOf: 1.5 },
+    },
+    required: ["five", "quarter", "seven", "step", "half"],
+  },
   "more patterns": {
     type: "object",
     properties: {
@@ -657,6 +668,64 @@ describe("jsonSchemaToGbnf: grammar text", () => {
     for (let v = -20; v <= 360; v++) expect(matches(g, String(v)), String(v)).toBe(v >= -12 && v <= 345);
     expect(matches(g, "-0")).toBe(false);
     expect(matches(g, "007")).toBe(false);
+  });
+
+  it("writes exactly the multiples of a multipleOf that is not a power of ten, within the bounds", () => {
+    // Every number from -20 to 20 in steps of 0.05, written with 0 to 3 fraction digits: the grammar takes
+    // exactly the multiples within the bounds, written with as many fraction digits as the step has.
+    const cases: Array<{ schema: Schema; step: number; digits: number; min: number; max: number; minEx?: boolean; maxEx?: boolean }> = [
+      { schema: { type: "integer", multipleOf: 5 }, step: 5, digits: 0, min: -Infinity, max: Infinity },
+      { schema: { type: "integer", multipleOf: 7, minimum: 10, maximum: 200 }, step: 7, digits: 0, min: 10, max: 200 },
+      { schema: { type: "integer", multipleOf: 7, exclusiveMinimum: 7 }, step: 7, digits: 0, min: 7, max: Infinity, minEx: true },
+      { schema: { type: "number", multipleOf: 0.25, exclusiveMinimum: -1, maximum: 3 }, step: 0.25, digits: 2, min: -1, max: 3, minEx: true },
+      { schema: { type: "number", multipleOf: 2.5, minimum: -10, exclusiveMaximum: 12.5 }, step: 2.5, digits: 1, min: -10, max: 12.5, maxEx: true },
+      { schema: { type: "number", multipleOf: 0.15 }, step: 0.15, digits: 2, min: -Infinity, max: Infinity },
+      { schema: { type: "integer", multipleOf: 2.5 }, step: 5, digits: 0, min: -Infinity, max: Infinity },
+    ];
+    for (const { schema, step, digits, min, max, minEx, maxEx } of cases) {
+      const g = jsonSchemaToGbnf(schema);
+      for (let hundredths = -2000; hundredths <= 2000; hundredths += 5) {
+        const value = hundredths / 100;
+        const multiple = Math.abs(Math.round(value / step) * step - value) < 1e-9;
+        const inside = (minEx ? value > min : value >= min) && (maxEx ? value < max : value <= max);
+        for (let d = 0; d <= 3; d++) {
+          const text = value.toFixed(d);
+          if (Number(text) !== value) continue;
+          const expected = multiple && inside && d === digits && text !== "-0" && !/^-0\.0*$/.test(text);
+          expect(matches(g, text), `${JSON.stringify(schema)}: ${text}`).toBe(expected);
+        }
+      }
+      expect(matches(g, "1e1")).toBe(false);
+    }
+  });
+
+  it("refuses uniqueItems over strings under strict, and leaves it to the model (unchecked) without", () => {
+    const set = { type: "array", items: { type: "string" }, uniqueItems: true };
+    let caught: unknown;
+    try {
+      jsonSchemaToGbnf({ type: "object", properties: { tags: set }, required: ["tags"] }, { strict: true });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(UnsupportedSchemaError);
+    expect((caught as UnsupportedSchemaError).message).toMatch(/uniqueItems over items that are not a finite set/);
+    expect((caught as UnsupportedSchemaError).path).toBe("/properties/tags");
+    // Enforced exactly where the items are a finite set, strict or not.
+    expect(() => jsonSchemaToGbnf({ type: "array", items: { enum: ["a", "b"] }, uniqueItems: true }, { strict: true })).not.toThrow();
+    const g = jsonSchemaToGbnf(set);
+    expect(matches(g, '["a","a"]')).toBe(true);
+    expect(validateJsonAgainstSchema(set, ["a", "a"]).valid).toBe(false);
+    expect(validateJsonAgainstSchema(set, ["a", "a"], { strict: true }).valid).toBe(false);
+    expect(validateJsonAgainstSchema(set, ["a", "a"], { strict: false })).toEqual({ valid: true });
+    // Only uniqueItems is relaxed: the rest of the schema still holds.
+    expect(validateJsonAgainstSchema({ anyOf: [set, { type: "null" }] }, ["a", "a"], { strict: false })).toEqual({ valid: true });
+    expect(validateJsonAgainstSchema(set, ["a", 1], { strict: false }).valid).toBe(false);
+  });
+
+  it("refuses a multipleOf the grammar cannot hold within 15 digits", () => {
+    expectUnsupported({ type: "integer", multipleOf: 997 }, /multipleOf 997/);
+    expectUnsupported({ type: "number", multipleOf: 0.0000003 }, /fraction digits/);
+    expectUnsupported({ type: "integer", multipleOf: 7, minimum: 1, maximum: 6 }, /no multiple of 7/);
   });
 
   it("writes exact number ranges in plain decimal notation", () => {

@@ -196,9 +196,10 @@ describe("tools and tool_choice", () => {
       ],
     });
     expect(inference.tools).toEqual([
-      { name: "get_weather", description: "Weather", parameters: weather.parameters, param: "tools[1].parameters" },
+      // Strict unless a tool says `strict: false`, as on OpenAI's Responses API.
+      { name: "get_weather", description: "Weather", parameters: weather.parameters, param: "tools[1].parameters", strict: true },
       // A namespace's functions are offered under their namespaced names.
-      { name: "multi_agent.spawn", parameters: {}, param: "tools[2].tools[0].parameters" },
+      { name: "multi_agent.spawn", parameters: {}, param: "tools[2].tools[0].parameters", strict: true },
       { name: "no_params", parameters: { type: "object", properties: {} }, param: "tools[4].parameters" },
     ]);
     expect(inference.toolChoice).toEqual({ type: "auto" });

@@ -5,6 +5,7 @@ import { GbnfRules, alt, gbnfLiteral, group, seq } from "./gbnf.js";
 import { canonicalJson, mergeSchemas, propertySchema, typeList } from "./merge-schemas.js";
 import { isPlainObject, setOwn, type JsonSchema } from "./normalize-schema.js";
 import { MAX_FRACTION_DIGITS, boundedNumber, toDecimal, type NumericBounds } from "./numeric-range.js";
+import { multiplesGrammar, needsMultipleGrammar } from "./multiple-of.js";
 import { FORMAT_LENGTHS, Primitives, quoted } from "./primitives.js";
 import { patternToGbnf } from "./regex-to-gbnf.js";
 import type { SchemaChecker } from "./schema-validator.js";
@@ -88,6 +89,8 @@ export class SchemaConverter {
   constructor(
     private readonly root: JsonSchema,
     private readonly checker: SchemaChecker,
+    /** Whether the caller asked for strict adherence: what the grammar cannot hold is then refused. */
+    private readonly strict = false,
   ) {}
 
   convert(): string {
@@ -343,9 +346,9 @@ export class SchemaConverter {
       case "boolean":
         return this.primitives.get("boolean");
       case "integer":
-        return this.number(s, true, path);
+        return this.number(s, true, path, hint);
       case "number":
-        return this.number(s, false, path);
+        return this.number(s, false, path, hint);
       case "string":
         return this.string(s, path, hint);
       case "array":
@@ -371,10 +374,12 @@ export class SchemaConverter {
 
   /**
    * Integers: bounds exact. Numbers: bounds exact (in the restricted forms of numeric-range.ts);
-   * multipleOf 10^-k limits fraction digits to k (exact); any other multipleOf is not enforced.
+   * multipleOf 10^-k limits fraction digits to k (exact); any other multipleOf is exact too (multiple-of.ts).
    */
-  private number(s: Schema, integer: boolean, path: string): string {
+  private number(s: Schema, integer: boolean, path: string, hint: string): string {
     const bounds = this.bounds(s);
+    if (typeof s.multipleOf === "number" && s.multipleOf > 0 && Number.isFinite(s.multipleOf) && needsMultipleGrammar(s.multipleOf, integer))
+      return multiplesGrammar(s.multipleOf, integer, bounds, this.rules, hint, path);
     let fractionDigits = integer ? 0 : MAX_FRACTION_DIGITS;
     let restricted = false;
     if (!integer && typeof s.multipleOf === "number" && s.multipleOf > 0) {
@@ -439,7 +444,13 @@ export class SchemaConverter {
     if (s.uniqueItems === true && prefix.length === 0 && (maxItems === null || maxItems > 1) && extraMax !== 0) {
       const unique = this.uniqueLiteralArray(items, extraMin, extraMax, pointer(path, "items"), hint);
       if (unique !== null) return unique;
-      // Otherwise uniqueness is not enforced by the grammar (see json-schema-grammar.ts).
+      // Otherwise the grammar cannot keep the items apart: refused under strict, else left to the model
+      // (see json-schema-grammar.ts).
+      if (this.strict)
+        throw new UnsupportedSchemaError(
+          "uniqueItems over items that are not a finite set of values (enum, const, boolean) cannot be enforced under strict; leave out strict (the items are then unique only as far as the model keeps them so) or uniqueItems",
+          path,
+        );
     }
 
     const parts: string[] = ['"["'];

@@ -127,13 +127,29 @@ export function compileSchema(schema: Record<string, unknown>): ValidateFunction
   return entry.validate;
 }
 
-export function validateJsonAgainstSchema(schema: Record<string, unknown> | boolean, value: unknown): ValidationResult {
+/**
+ * Checks `value` against `schema`. Not strict: uniqueItems is not checked (the grammar holds it only over a
+ * finite set of values, and then always; see json-schema-grammar.ts).
+ */
+export function validateJsonAgainstSchema(schema: Record<string, unknown> | boolean, value: unknown, options: { strict?: boolean } = {}): ValidationResult {
   if (schema === true) return { valid: true };
   if (schema === false) return { valid: false, errors: ["/ the schema false allows no value"] };
+  if (options.strict === false && JSON.stringify(schema).includes('"uniqueItems"')) schema = withoutUniqueItems(schema);
   const validate = compileSchema(schema);
   if (validate instanceof Error) return { valid: false, errors: [`the schema is invalid: ${validate.message}`] };
   if (validate(value)) return { valid: true };
   return { valid: false, errors: formatErrors(validate) };
+}
+
+/** The schema with no uniqueItems keyword in it. */
+function withoutUniqueItems(schema: Record<string, unknown>): Record<string, unknown> {
+  const strip = (s: JsonSchema): JsonSchema => {
+    if (!isPlainObject(s)) return s;
+    const out = mapSubschemas(s, strip);
+    delete out.uniqueItems;
+    return out;
+  };
+  return strip(schema) as Record<string, unknown>;
 }
 
 /** Keywords a quick check may see besides type/enum/const: they do not constrain values. */

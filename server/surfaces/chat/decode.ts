@@ -50,6 +50,7 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
     sampling: {
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
+      topK: body.top_k ?? undefined,
       seed: body.seed == null ? undefined : toSeed(body.seed),
       frequencyPenalty: body.frequency_penalty ?? undefined,
       presencePenalty: body.presence_penalty ?? undefined,
@@ -188,6 +189,7 @@ function decodeTools(tools: ChatRequestBody["tools"]): ToolDefinition[] {
       description: tool.function.description,
       parameters: tool.function.parameters ?? { type: "object", properties: {} },
       param: `${where}.function.parameters`,
+      ...(tool.function.strict === true ? { strict: true } : {}),
     };
   });
 }

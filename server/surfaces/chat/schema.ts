@@ -71,6 +71,8 @@ export const ChatRequestSchema = Type.Object(
     max_tokens: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 200000 }))),
     max_completion_tokens: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 200000 }))),
     top_p: Type.Optional(nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1 }))),
+    // Extension (as llama-server and vLLM take it; Messages has it natively).
+    top_k: Type.Optional(nullable(Type.Integer({ minimum: 1 }))),
     stop: Type.Optional(Type.Union([StopSequence, Type.Array(StopSequence, { maxItems: 4 }), Type.Null()])),
     seed: Type.Optional(nullable(Type.Integer({ minimum: -9223372036854775808, maximum: 9223372036854775807 }))),
     frequency_penalty: Type.Optional(nullable(Type.Number({ minimum: -2, maximum: 2 }))),

@@ -134,6 +134,7 @@ export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedRespo
     sampling: {
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
+      topK: body.top_k ?? undefined,
       seed: body.seed == null ? undefined : toSeed(body.seed),
     },
     metadata: body.metadata ?? undefined,
@@ -453,6 +454,8 @@ function decodeTools(tools: ResponsesRequestBody["tools"]): DeclaredTools {
       ...(description !== null ? { description } : {}),
       parameters: parameters ?? { type: "object", properties: {} },
       param: `${where}.parameters`,
+      // The Responses API makes function tools strict unless they say otherwise.
+      ...(tool.strict !== false ? { strict: true } : {}),
     });
     echo.set(name, { type: "function", name, description, parameters, strict: (tool.strict as boolean | null | undefined) ?? null });
     return name;

@@ -51,6 +51,8 @@ export const ResponsesRequestSchema = Type.Object(
     max_output_tokens: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 200000 }))),
     temperature: Type.Optional(nullable(Type.Number({ minimum: 0, maximum: 2 }))),
     top_p: Type.Optional(nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1 }))),
+    // Extension (as on the Chat surface).
+    top_k: Type.Optional(nullable(Type.Integer({ minimum: 1 }))),
     stream: Type.Optional(nullable(Type.Boolean())),
     // Extension (as on the Chat surface): reproducible sampling.
     seed: Type.Optional(nullable(Type.Integer({ minimum: -9223372036854775808, maximum: 9223372036854775807 }))),
