@@ -28,13 +28,16 @@ import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeW
 import {
   agentContextNote,
   agentContextSize,
+  attentionHeadSizes,
   chooseThreads,
   DEFAULT_MAX_CONTEXT_SIZE,
   defaultMaxSequences,
   fitMemoryModel,
   gpuCandidates,
+  kvCacheTypesFor,
   memoryBudget,
   planContext,
+  type AttentionMetadata,
   type ContextPlan,
   type GpuBackend,
   type GpuPreference,
@@ -232,7 +235,9 @@ async function planForModel(
   };
   // Also with both values given: the estimates then choose the KV cache type (q8_0 where only that fits).
   const memory = await fit(false);
-  const quantizedMemory = await fit(true).catch(() => undefined);
+  // Only for heads that q8_0's blocks divide: for others each estimate would make llama.cpp log an error.
+  const kvTypes = kvCacheTypesFor(attentionHeadSizes(model.fileInfo.architectureMetadata as AttentionMetadata));
+  const quantizedMemory = kvTypes.includes("q8_0") ? await fit(true).catch(() => undefined) : undefined;
   const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
   const budget = memoryBudget({
     onGpu,

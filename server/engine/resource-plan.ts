@@ -148,6 +148,48 @@ export function defaultMaxSequences(onGpu: boolean): number {
 /** f16 is llama.cpp's default; q8_0 (with flash attention) halves the KV cache at a small cost in quality. */
 export type KvCacheType = "f16" | "q8_0";
 
+/** Values per block of each KV cache type: llama.cpp refuses a quantized cache whose block does not divide a head. */
+const KV_BLOCK_SIZE: Record<KvCacheType, number> = { f16: 1, q8_0: 32 };
+
+/** The attention metadata of a GGUF model's architecture (`<arch>.embedding_length`, `<arch>.attention.*`). */
+export interface AttentionMetadata {
+  embedding_length?: number;
+  attention?: {
+    head_count?: number | readonly number[];
+    key_length?: number;
+    value_length?: number;
+    key_length_swa?: number;
+    value_length_swa?: number;
+  };
+}
+
+/**
+ * The sizes of the model's K and V heads, read as llama.cpp reads them: key_length / value_length, else the
+ * embedding length over the (first layer's) head count; the sliding-window layers' own sizes where the model
+ * has them. Null when the metadata does not say.
+ */
+export function attentionHeadSizes(metadata: AttentionMetadata | undefined): { key: number[]; value: number[] } | null {
+  const attention = metadata?.attention;
+  const heads = Array.isArray(attention?.head_count) ? attention.head_count[0] : attention?.head_count;
+  const derived = heads && metadata?.embedding_length ? metadata.embedding_length / heads : undefined;
+  const key = attention?.key_length ?? derived;
+  const value = attention?.value_length ?? derived;
+  if (!key || !value || !Number.isInteger(key) || !Number.isInteger(value)) return null;
+  return {
+    key: [...new Set([key, attention?.key_length_swa ?? key])],
+    value: [...new Set([value, attention?.value_length_swa ?? value])],
+  };
+}
+
+/**
+ * The KV cache types this model can take, f16 first: q8_0 only where its 32-value blocks divide every K and V
+ * head (a 16-wide head would make llama.cpp log an error and refuse the context). Unknown heads: f16 only.
+ */
+export function kvCacheTypesFor(heads: { key: readonly number[]; value: readonly number[] } | null): KvCacheType[] {
+  const fits = (kv: KvCacheType) => heads !== null && [...heads.key, ...heads.value].every((size) => size % KV_BLOCK_SIZE[kv] === 0);
+  return ["f16", ...(fits("q8_0") ? (["q8_0"] as const) : [])];
+}
+
 export interface ContextPlan {
   contextSize: number;
   sequences: number;

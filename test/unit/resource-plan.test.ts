@@ -4,11 +4,13 @@ import {
   agentContextNote,
   agentContextSize,
   ALL_CORES_MIN_MODEL_BYTES,
+  attentionHeadSizes,
   chooseThreads,
   DEFAULT_MAX_CONTEXT_SIZE,
   estimateContextBytes,
   fitMemoryModel,
   gpuCandidates,
+  kvCacheTypesFor,
   memoryBudget,
   planContext,
   threadCandidates,
@@ -254,6 +256,32 @@ describe("planContext", () => {
       sequences: 4,
       fits: false,
     });
+  });
+});
+
+describe("the KV cache types a model can take", () => {
+  it("reads the head sizes as llama.cpp does: key_length / value_length, else the embedding over the heads", () => {
+    expect(attentionHeadSizes({ embedding_length: 384, attention: { head_count: 24 } })).toEqual({ key: [16], value: [16] });
+    expect(attentionHeadSizes({ embedding_length: 2560, attention: { head_count: 32, key_length: 128, value_length: 128 } })).toEqual({ key: [128], value: [128] });
+    // Per-layer head counts: the first layer's, as llama.cpp's n_head().
+    expect(attentionHeadSizes({ embedding_length: 1024, attention: { head_count: [8, 16] } })).toEqual({ key: [128], value: [128] });
+    // Sliding-window layers with heads of their own.
+    expect(attentionHeadSizes({ embedding_length: 2048, attention: { head_count: 8, key_length: 256, value_length: 256, key_length_swa: 48 } })).toEqual({
+      key: [256, 48],
+      value: [256],
+    });
+    expect(attentionHeadSizes({ embedding_length: 384 })).toBeNull();
+    expect(attentionHeadSizes(undefined)).toBeNull();
+    expect(attentionHeadSizes({ embedding_length: 100, attention: { head_count: 3 } })).toBeNull();
+  });
+
+  it("q8_0 only where its 32-value blocks divide every K and V head; f16 always", () => {
+    expect(kvCacheTypesFor({ key: [128], value: [128] })).toEqual(["f16", "q8_0"]);
+    expect(kvCacheTypesFor({ key: [64], value: [64] })).toEqual(["f16", "q8_0"]);
+    expect(kvCacheTypesFor({ key: [16], value: [16] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor({ key: [96], value: [80] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor({ key: [256, 48], value: [256] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor(null)).toEqual(["f16"]);
   });
 });
 
