@@ -1,8 +1,7 @@
 // How the engine fits the machine: GPU backends to try, threads, memory budget and context sizing.
 import { describe, expect, it } from "vitest";
+import { agentContextNeed } from "../../server/engine/context-advice.js";
 import {
-  agentContextNote,
-  agentContextSize,
   ALL_CORES_MIN_MODEL_BYTES,
   attentionHeadSizes,
   chooseThreads,
@@ -139,7 +138,7 @@ describe("planContext", () => {
   const qwen4bQ8: MemoryModel = { fixedBytes: 300 * MiB, bytesPerContextToken: 2048, bytesPerSequenceToken: 78_336 };
   const tiny: MemoryModel = { fixedBytes: 4_732_928, bytesPerContextToken: 1024, bytesPerSequenceToken: 1536 };
   // What Claude Code's first request needs with Qwen's tokenizer (about 0.27 tokens per character).
-  const agents = agentContextSize(0.27);
+  const agents = agentContextNeed(0.27).contextSize;
 
   it("with room to spare: the model's full training length, as many sequences as allowed", () => {
     const plan = planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 65536 });
@@ -223,7 +222,7 @@ describe("planContext", () => {
     // A model that does not say how long it was trained: the cap.
     expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 0 }).contextSize).toBe(DEFAULT_MAX_CONTEXT_SIZE);
     // Not even for agents: a model trained shorter than they need keeps its training length (and a note says so).
-    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { agentContextSize: 57344 } }).contextSize).toBe(32768);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { agentContextSize: agentContextNeed(0.98).contextSize } }).contextSize).toBe(32768);
   });
 
   it("keeps a given context size and picks the sequences that fit around it, then an 8-bit KV cache", () => {
@@ -282,29 +281,5 @@ describe("the KV cache types a model can take", () => {
     expect(kvCacheTypesFor({ key: [96], value: [80] })).toEqual(["f16"]);
     expect(kvCacheTypesFor({ key: [256, 48], value: [256] })).toEqual(["f16"]);
     expect(kvCacheTypesFor(null)).toEqual(["f16"]);
-  });
-});
-
-describe("what coding agents need", () => {
-  it("sizes the agents' context from the tokenizer: a byte-level one needs about 57k tokens, a BPE one about 22k", () => {
-    expect(agentContextSize(0.98)).toBe(57344);
-    expect(agentContextSize(0.27)).toBe(22528);
-    expect(agentContextSize(0.27) % 1024).toBe(0);
-  });
-
-  it("says nothing when the context is enough", () => {
-    expect(agentContextNote({ contextSize: 65536, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: false })).toBeNull();
-  });
-
-  it("names the one setting that fixes it, whatever stands in the way", () => {
-    const given = agentContextNote({ contextSize: 4096, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: true })!;
-    expect(given).toContain("--context-size 57344");
-    expect(given).toContain("4096 tokens per sequence");
-    const trained = agentContextNote({ contextSize: 32768, agentContextSize: 57344, trainContextSize: 32768, contextSizeGiven: false })!;
-    expect(trained).toMatch(/trained on 32768 tokens/);
-    expect(trained).toContain("--context-size 57344");
-    const memory = agentContextNote({ contextSize: 12288, agentContextSize: 22528, trainContextSize: 40960, contextSizeGiven: false })!;
-    expect(memory).toMatch(/free memory/);
-    expect(memory).toContain("--context-size 22528");
   });
 });
