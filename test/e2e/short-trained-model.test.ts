@@ -26,14 +26,14 @@ function agentPrompt(chars: number): string {
   return block.repeat(Math.ceil(chars / block.length)).slice(0, chars);
 }
 
-async function post(path: string, body: unknown): Promise<{ status: number; message: string; body: unknown }> {
+async function post(path: string, body: unknown): Promise<{ status: number; message: string }> {
   const res = await fetch(`${server.url}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as { error?: { message?: string } };
-  return { status: res.status, message: json.error?.message ?? "", body: json };
+  return { status: res.status, message: json.error?.message ?? "" };
 }
 
 /** The server's log lines at level error ([svc] error: …), llama.cpp's included. */
