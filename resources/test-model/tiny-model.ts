@@ -213,6 +213,11 @@ export function llamaMetadata(shape: {
 export interface TinyModelOptions {
   seed?: number;
   contextLength?: number;
+  /**
+   * Values per attention head (the embedding length, 384, over the head count); default 64. The heads'
+   * weights are zero, so this changes no output: 16 gives a model whose heads a q8_0 KV cache cannot take.
+   */
+  headSize?: number;
   /** Adds a metadata string of this many bytes, for tests that need a larger file (downloads in chunks). */
   padBytes?: number;
 }
@@ -223,9 +228,10 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const rows = buildTransitions(vocab, seed);
   const nVocab = vocab.tokens.length;
   const nEmbd = 384;
-  const nHead = 6;
+  const nHead = nEmbd / (options.headSize ?? 64);
   const nFf = 64;
   if (nVocab > nEmbd) throw new Error("vocabulary must fit the one-hot embedding");
+  if (!Number.isInteger(nHead)) throw new Error(`the head size must divide ${nEmbd}`);
 
   const embd = new Float32Array(nEmbd * nVocab);
   for (let t = 0; t < nVocab; t++) embd[t * nEmbd + t] = 1;

@@ -26,16 +26,19 @@ import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./j
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
+import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
 import {
-  agentContextNote,
-  agentContextSize,
+  attentionHeadSizes,
   chooseThreads,
   DEFAULT_MAX_CONTEXT_SIZE,
   defaultMaxSequences,
+  estimateContextBytes,
   fitMemoryModel,
   gpuCandidates,
+  kvCacheTypesFor,
   memoryBudget,
   planContext,
+  type AttentionMetadata,
   type ContextPlan,
   type GpuBackend,
   type GpuPreference,
@@ -76,8 +79,6 @@ export interface LlamaEngineOptions {
  */
 export const TOKENIZE_TIMEOUT_MS = 30_000;
 
-/** Tokens kept free at the end of the context for forced markers (thought close, call suffix). */
-const CONTEXT_MARGIN = 16;
 const GRAMMAR_CACHE_LIMIT = 256;
 
 interface Runtime {
@@ -210,13 +211,17 @@ function agentTokensPerChar(model: LlamaModel): number {
   return model.tokenize(AGENT_TEXT_SAMPLE, false).length / AGENT_TEXT_SAMPLE.length;
 }
 
-/** Sizes the context to the memory left once the model is loaded (see resource-plan.ts). */
+/**
+ * Sizes the context to the memory left once the model is loaded (see resource-plan.ts). Also says what that
+ * memory holds, and the context the server would choose without a given --context-size, for the advice
+ * when a context is too short (context-advice.ts).
+ */
 async function planForModel(
   llama: Llama,
   model: LlamaModel,
   options: LlamaEngineOptions,
   agentContext: number,
-): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean }> {
+): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean; memory: ContextMemory; automaticContextSize: number }> {
   const onGpu = llama.gpu !== false && model.gpuLayers > 0;
   const estimate = async (contextSize: number, sequences: number, quantized = false) => {
     const r = await model.fileInsights.estimateContextResourceRequirementsV2({
@@ -233,7 +238,9 @@ async function planForModel(
   };
   // Also with both values given: the estimates then choose the KV cache type (q8_0 where only that fits).
   const memory = await fit(false);
-  const quantizedMemory = await fit(true).catch(() => undefined);
+  // Only for heads that q8_0's blocks divide: for others each estimate would make llama.cpp log an error.
+  const kvTypes = kvCacheTypesFor(attentionHeadSizes(model.fileInfo.architectureMetadata as AttentionMetadata));
+  const quantizedMemory = kvTypes.includes("q8_0") ? await fit(true).catch(() => undefined) : undefined;
   const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
   const budget = memoryBudget({
     onGpu,
@@ -243,40 +250,25 @@ async function planForModel(
     ramTotalBytes: totalmem(),
     mappedModelBytes: onGpu || !model.useMmap ? 0 : model.size,
   });
-  const plan = planContext({
+  const input = {
     budgetBytes: budget,
     memory,
     quantizedMemory,
     trainContextSize: model.trainContextSize,
-    contextSize: options.contextSize,
     sequences: options.sequences,
     limits: {
       maxContextSize: options.maxContextSize ?? DEFAULT_MAX_CONTEXT_SIZE,
       maxSequences: defaultMaxSequences(onGpu),
       agentContextSize: agentContext,
     },
-  });
-  return { plan, budget, onGpu };
+  };
+  const plan = planContext({ ...input, contextSize: options.contextSize });
+  const automaticContextSize = options.contextSize === undefined ? plan.contextSize : planContext(input).contextSize;
+  const costs = quantizedMemory ? [memory, quantizedMemory] : [memory];
+  return { plan, budget, onGpu, memory: { kind: onGpu ? "VRAM" : "RAM", budgetBytes: budget, costs }, automaticContextSize };
 }
 
 const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } as const;
-
-/**
- * A prompt longer than the context: a 400 that says how to fix it (nothing is truncated silently): the
- * --context-size that would take it, and what stands in the way of that.
- */
-export function contextTooLong(info: Pick<LoadedModelInfo, "contextSize" | "trainContextSize" | "sequences">, promptTokens: number, readUpTo?: number): AppError {
-  const suggest = Math.ceil((promptTokens + 4096) / 1024) * 1024;
-  const past = info.trainContextSize > 0 && suggest > info.trainContextSize ? ` (past the ${info.trainContextSize} tokens the model was trained on; answers may degrade there)` : "";
-  const sequences = info.sequences > 1 ? ` If memory is short, --sequences 1 gives one sequence the memory of all ${info.sequences}.` : "";
-  return new AppError(
-    "invalid_request",
-    `This model's context is ${info.contextSize} tokens per sequence, but the prompt ${readUpTo === undefined ? `is ${promptTokens} tokens` : `has more than ${readUpTo} tokens (about ${promptTokens}, by its length)`}. Nothing is truncated: ` +
-      `shorten the conversation, or start the server with a larger context, e.g. \`svc serve --context-size ${suggest}\`${past} ` +
-      `(or SVC_CONTEXT_SIZE=${suggest}).${sequences}`,
-    { code: "context_length_exceeded", param: "messages", details: { context_size: info.contextSize, prompt_tokens: promptTokens } },
-  );
-}
 
 /** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
 async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>, cacheWriteTokens: number): AsyncGenerator<EngineEvent, void, void> {
@@ -301,6 +293,8 @@ export class LlamaEngine implements Engine {
     private readonly wrappers: { thinking: ChatWrapper; fast: ChatWrapper },
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
+    /** What the advice for a prompt too long for the context is composed from. */
+    private readonly contextFacts: ContextFacts,
     private readonly gpu: GpuInfo,
     private readonly tokenizeTimeoutMs: number,
   ) {
@@ -346,8 +340,8 @@ export class LlamaEngine implements Engine {
       });
     }
     try {
-      const agentContext = agentContextSize(agentTokensPerChar(model));
-      const { plan, budget, onGpu } = await planForModel(llama, model, options, agentContext);
+      const agent = agentContextNeed(agentTokensPerChar(model));
+      const { plan, budget, onGpu, memory, automaticContextSize } = await planForModel(llama, model, options, agent.contextSize);
       const totalLayers = model.fileInsights.totalLayers;
       const offload: Offload = model.gpuLayers <= 0 || llama.gpu === false ? "none" : model.gpuLayers >= totalLayers ? "full" : "partial";
       const cores = availableParallelism();
@@ -367,6 +361,7 @@ export class LlamaEngine implements Engine {
         itemPrioritizationStrategy: sequenceOrderedStrategy(queuedSequenceOf(() => context)),
       };
       let kvCache = plan.kvCache;
+      let held = memory;
       const kvOptions = () => (kvCache === "q8_0" ? QUANTIZED_KV : {});
       try {
         context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, batching, ...kvOptions() });
@@ -377,6 +372,8 @@ export class LlamaEngine implements Engine {
         options.log?.("warn", `A context of ${plan.contextSize} tokens${kvNote} did not load (${(err as Error).message}); trying smaller.`);
         kvCache = "f16";
         context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
+        // The memory held no more than what loaded.
+        held = { ...memory, budgetBytes: Math.min(budget, estimateContextBytes(memory.costs[0]!, context.contextSize, plan.sequences)) };
       }
       const split = splitThreads(threads, cores, usesOpenMp(llama.systemInfo), poolThreads);
       const capped = threads > 1;
@@ -398,6 +395,16 @@ export class LlamaEngine implements Engine {
       const syntax = resolvePromptSyntax(model, thinking);
       // A pass over the vocabulary (about 0.15 s for 150k tokens), here rather than in the first constrained request.
       Utf8TokenGuard.for(model);
+      const facts: ContextFacts = {
+        contextSize: context.contextSize,
+        sequences,
+        trainContextSize: model.trainContextSize,
+        agent,
+        contextSizeGiven: !plan.auto.contextSize,
+        sequencesGiven: !plan.auto.sequences,
+        automaticContextSize,
+        memory: held,
+      };
       const info: LoadedModelInfo = {
         path: options.modelPath,
         name: model.fileInfo.metadata?.general?.name ?? basename(options.modelPath),
@@ -410,13 +417,8 @@ export class LlamaEngine implements Engine {
         totalLayers,
         maxOutputTokens: context.contextSize - CONTEXT_MARGIN,
         kvCache,
-        agentContextSize: agentContext,
-        contextNote: agentContextNote({
-          contextSize: context.contextSize,
-          agentContextSize: agentContext,
-          trainContextSize: model.trainContextSize,
-          contextSizeGiven: !plan.auto.contextSize,
-        }),
+        agentContextSize: agent.contextSize,
+        contextNote: agentContextNote(facts),
         maxTokenChars: longestTokenChars((model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens),
       };
       const gpu = await describeGpu(llama, runtime.skipped);
@@ -437,7 +439,7 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
+      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -472,7 +474,7 @@ export class LlamaEngine implements Engine {
       throw err;
     }
     const room = this.context.contextSize - promptTokens.length - CONTEXT_MARGIN;
-    if (room < 1) throw contextTooLong(this.info, promptTokens.length);
+    if (room < 1) throw contextTooLong(this.contextFacts, promptTokens.length);
     const grammars = await this.compileGrammars(request);
     const breakpointEnd = request.cacheBreakpoints?.length
       ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
@@ -529,7 +531,7 @@ export class LlamaEngine implements Engine {
     try {
       return await tokenizeWithin(renderPromptText(wrapper, request.messages, request.tools), this.model.tokenizer, budget);
     } catch (err) {
-      if (err instanceof PromptTooLongError) throw contextTooLong(this.info, err.estimatedTokens, err.atLeastTokens - 1);
+      if (err instanceof PromptTooLongError) throw contextTooLong(this.contextFacts, err.estimatedTokens, err.atLeastTokens - 1);
       if (err instanceof TokenizeDeadlineError)
         throw new AppError(
           "invalid_request",

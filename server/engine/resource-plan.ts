@@ -148,6 +148,48 @@ export function defaultMaxSequences(onGpu: boolean): number {
 /** f16 is llama.cpp's default; q8_0 (with flash attention) halves the KV cache at a small cost in quality. */
 export type KvCacheType = "f16" | "q8_0";
 
+/** Values per block of each KV cache type: llama.cpp refuses a quantized cache whose block does not divide a head. */
+const KV_BLOCK_SIZE: Record<KvCacheType, number> = { f16: 1, q8_0: 32 };
+
+/** The attention metadata of a GGUF model's architecture (`<arch>.embedding_length`, `<arch>.attention.*`). */
+export interface AttentionMetadata {
+  embedding_length?: number;
+  attention?: {
+    head_count?: number | readonly number[];
+    key_length?: number;
+    value_length?: number;
+    key_length_swa?: number;
+    value_length_swa?: number;
+  };
+}
+
+/**
+ * The sizes of the model's K and V heads, read as llama.cpp reads them: key_length / value_length, else the
+ * embedding length over the (first layer's) head count; the sliding-window layers' own sizes where the model
+ * has them. Null when the metadata does not say.
+ */
+export function attentionHeadSizes(metadata: AttentionMetadata | undefined): { key: number[]; value: number[] } | null {
+  const attention = metadata?.attention;
+  const heads = Array.isArray(attention?.head_count) ? attention.head_count[0] : attention?.head_count;
+  const derived = heads && metadata?.embedding_length ? metadata.embedding_length / heads : undefined;
+  const key = attention?.key_length ?? derived;
+  const value = attention?.value_length ?? derived;
+  if (!key || !value || !Number.isInteger(key) || !Number.isInteger(value)) return null;
+  return {
+    key: [...new Set([key, attention?.key_length_swa ?? key])],
+    value: [...new Set([value, attention?.value_length_swa ?? value])],
+  };
+}
+
+/**
+ * The KV cache types this model can take, f16 first: q8_0 only where its 32-value blocks divide every K and V
+ * head (a 16-wide head would make llama.cpp log an error and refuse the context). Unknown heads: f16 only.
+ */
+export function kvCacheTypesFor(heads: { key: readonly number[]; value: readonly number[] } | null): KvCacheType[] {
+  const fits = (kv: KvCacheType) => heads !== null && [...heads.key, ...heads.value].every((size) => size % KV_BLOCK_SIZE[kv] === 0);
+  return ["f16", ...(fits("q8_0") ? (["q8_0"] as const) : [])];
+}
+
 export interface ContextPlan {
   contextSize: number;
   sequences: number;
@@ -234,45 +276,4 @@ export function planContext(input: {
   // Below the floor: the longest single context there is room for (a quantized KV cache holds the most).
   const best = kvTypes.at(-1)!;
   return result(largestContext(1, limits.minContextSize, best) ?? limits.minContextSize, 1, best);
-}
-
-/** Tokens kept for the answer and the next turns on top of an agent's first request. */
-export const AGENT_ANSWER_ROOM = 8192;
-/**
- * Characters of the largest first request a coding agent sends: Claude Code 2.1 (system prompt, 12 tools,
- * environment block) renders to about 48,000 characters; Codex CLI to about 27,000.
- */
-export const AGENT_FIRST_REQUEST_CHARS = 50_000;
-
-/** The context a coding agent needs, from how many tokens this model's tokenizer makes per character. */
-export function agentContextSize(tokensPerChar: number, step = 1024): number {
-  const tokens = Math.ceil(AGENT_FIRST_REQUEST_CHARS * Math.max(0, tokensPerChar)) + AGENT_ANSWER_ROOM;
-  return Math.ceil(tokens / step) * step;
-}
-
-/**
- * Why the context falls short of what coding agents need, and the one setting that fixes it; null when it
- * does not. Shown at start-up, in /health and in the desktop window.
- */
-export function agentContextNote(input: {
-  contextSize: number;
-  agentContextSize: number;
-  trainContextSize: number;
-  contextSizeGiven: boolean;
-}): string | null {
-  const { contextSize, agentContextSize: need } = input;
-  if (need <= 0 || contextSize >= need) return null;
-  const head =
-    `The context is ${contextSize} tokens per sequence; coding agents such as Claude Code send about ` +
-    `${need - AGENT_ANSWER_ROOM} tokens (with this model's tokenizer) before the first answer, so they will be refused.`;
-  if (input.contextSizeGiven) return `${head} Start the server with --context-size ${need} (SVC_CONTEXT_SIZE), or leave it out.`;
-  if (input.trainContextSize > 0 && input.trainContextSize < need)
-    return (
-      `${head} The model was trained on ${input.trainContextSize} tokens: use a model with a longer context, or start ` +
-      `the server with --context-size ${need} (SVC_CONTEXT_SIZE) to go past its training length (answers may degrade there).`
-    );
-  return (
-    `${head} Not more fits the free memory, even with one sequence and an 8-bit KV cache: close other programs or ` +
-    `pick a smaller model, or start the server with --context-size ${need} (SVC_CONTEXT_SIZE) to try anyway.`
-  );
 }

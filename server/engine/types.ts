@@ -111,7 +111,7 @@ export interface LoadedModelInfo {
   kvCache?: "f16" | "q8_0";
   /** The context a coding agent's first request needs with this model's tokenizer. */
   agentContextSize?: number;
-  /** Why the context is too short for coding agents and the setting that fixes it; null when it is not. */
+  /** Why the context is too short for coding agents and what would help (context-advice.ts); null when it is not. */
   contextNote?: string | null;
   /**
    * The most characters one token stands for: a prompt whose text is longer than contextSize times this

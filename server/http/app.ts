@@ -163,7 +163,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         threads: status.model?.threads ?? null,
         gpu_layers: status.model?.gpuLayers ?? null,
         kv_cache: status.model?.kvCache ?? null,
-        // Why coding agents' requests will not fit, and the setting that fixes it (null when they fit).
+        // Why coding agents' requests will not fit, and what would help (null when they fit).
         context_note: status.model?.contextNote ?? null,
         error: status.error,
       },

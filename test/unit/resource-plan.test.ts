@@ -1,14 +1,15 @@
 // How the engine fits the machine: GPU backends to try, threads, memory budget and context sizing.
 import { describe, expect, it } from "vitest";
+import { agentContextNeed } from "../../server/engine/context-advice.js";
 import {
-  agentContextNote,
-  agentContextSize,
   ALL_CORES_MIN_MODEL_BYTES,
+  attentionHeadSizes,
   chooseThreads,
   DEFAULT_MAX_CONTEXT_SIZE,
   estimateContextBytes,
   fitMemoryModel,
   gpuCandidates,
+  kvCacheTypesFor,
   memoryBudget,
   planContext,
   threadCandidates,
@@ -137,7 +138,7 @@ describe("planContext", () => {
   const qwen4bQ8: MemoryModel = { fixedBytes: 300 * MiB, bytesPerContextToken: 2048, bytesPerSequenceToken: 78_336 };
   const tiny: MemoryModel = { fixedBytes: 4_732_928, bytesPerContextToken: 1024, bytesPerSequenceToken: 1536 };
   // What Claude Code's first request needs with Qwen's tokenizer (about 0.27 tokens per character).
-  const agents = agentContextSize(0.27);
+  const agents = agentContextNeed(0.27).contextSize;
 
   it("with room to spare: the model's full training length, as many sequences as allowed", () => {
     const plan = planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 65536 });
@@ -221,7 +222,7 @@ describe("planContext", () => {
     // A model that does not say how long it was trained: the cap.
     expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 0 }).contextSize).toBe(DEFAULT_MAX_CONTEXT_SIZE);
     // Not even for agents: a model trained shorter than they need keeps its training length (and a note says so).
-    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { agentContextSize: 57344 } }).contextSize).toBe(32768);
+    expect(planContext({ budgetBytes: 20 * GiB, memory: tiny, trainContextSize: 32768, limits: { agentContextSize: agentContextNeed(0.98).contextSize } }).contextSize).toBe(32768);
   });
 
   it("keeps a given context size and picks the sequences that fit around it, then an 8-bit KV cache", () => {
@@ -257,26 +258,28 @@ describe("planContext", () => {
   });
 });
 
-describe("what coding agents need", () => {
-  it("sizes the agents' context from the tokenizer: a byte-level one needs about 57k tokens, a BPE one about 22k", () => {
-    expect(agentContextSize(0.98)).toBe(57344);
-    expect(agentContextSize(0.27)).toBe(22528);
-    expect(agentContextSize(0.27) % 1024).toBe(0);
+describe("the KV cache types a model can take", () => {
+  it("reads the head sizes as llama.cpp does: key_length / value_length, else the embedding over the heads", () => {
+    expect(attentionHeadSizes({ embedding_length: 384, attention: { head_count: 24 } })).toEqual({ key: [16], value: [16] });
+    expect(attentionHeadSizes({ embedding_length: 2560, attention: { head_count: 32, key_length: 128, value_length: 128 } })).toEqual({ key: [128], value: [128] });
+    // Per-layer head counts: the first layer's, as llama.cpp's n_head().
+    expect(attentionHeadSizes({ embedding_length: 1024, attention: { head_count: [8, 16] } })).toEqual({ key: [128], value: [128] });
+    // Sliding-window layers with heads of their own.
+    expect(attentionHeadSizes({ embedding_length: 2048, attention: { head_count: 8, key_length: 256, value_length: 256, key_length_swa: 48 } })).toEqual({
+      key: [256, 48],
+      value: [256],
+    });
+    expect(attentionHeadSizes({ embedding_length: 384 })).toBeNull();
+    expect(attentionHeadSizes(undefined)).toBeNull();
+    expect(attentionHeadSizes({ embedding_length: 100, attention: { head_count: 3 } })).toBeNull();
   });
 
-  it("says nothing when the context is enough", () => {
-    expect(agentContextNote({ contextSize: 65536, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: false })).toBeNull();
-  });
-
-  it("names the one setting that fixes it, whatever stands in the way", () => {
-    const given = agentContextNote({ contextSize: 4096, agentContextSize: 57344, trainContextSize: 65536, contextSizeGiven: true })!;
-    expect(given).toContain("--context-size 57344");
-    expect(given).toContain("4096 tokens per sequence");
-    const trained = agentContextNote({ contextSize: 32768, agentContextSize: 57344, trainContextSize: 32768, contextSizeGiven: false })!;
-    expect(trained).toMatch(/trained on 32768 tokens/);
-    expect(trained).toContain("--context-size 57344");
-    const memory = agentContextNote({ contextSize: 12288, agentContextSize: 22528, trainContextSize: 40960, contextSizeGiven: false })!;
-    expect(memory).toMatch(/free memory/);
-    expect(memory).toContain("--context-size 22528");
+  it("q8_0 only where its 32-value blocks divide every K and V head; f16 always", () => {
+    expect(kvCacheTypesFor({ key: [128], value: [128] })).toEqual(["f16", "q8_0"]);
+    expect(kvCacheTypesFor({ key: [64], value: [64] })).toEqual(["f16", "q8_0"]);
+    expect(kvCacheTypesFor({ key: [16], value: [16] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor({ key: [96], value: [80] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor({ key: [256, 48], value: [256] })).toEqual(["f16"]);
+    expect(kvCacheTypesFor(null)).toEqual(["f16"]);
   });
 });

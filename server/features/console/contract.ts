@@ -53,7 +53,7 @@ export interface StatusView {
     contextSize: number | null;
     threads: number | null;
     gpuLayers: number | null;
-    /** Why coding agents' requests will not fit the context, and the setting that fixes it; null when they fit. */
+    /** Why coding agents' requests will not fit the context, and what would help; null when they fit. */
     contextNote: string | null;
     error: string | null;
   };
