@@ -14,7 +14,7 @@ const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR
             [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--agent-runs-limit N]
             [--lan] [--allowed-hosts NAME,...]
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
-            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N]`;
+            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -41,7 +41,7 @@ Without --model it loads the active model (\`svc models use\`) and follows it: a
 it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
-SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
+SVC_ENGINE_RESTART_LIMIT, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
 --mmap: auto reads the model into memory, in huge pages, on Linux with transparent huge pages when it runs
 on the CPU and fits (faster decoding), and maps the file elsewhere; on always maps the file (memory the
 kernel can reclaim), off always reads it in.
@@ -107,7 +107,7 @@ Without --model, \`svc serve\` loads the active model (\`svc models use\`) and f
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
-SVC_LAN, SVC_ALLOWED_HOSTS, SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
+SVC_ENGINE_RESTART_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS, SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
 SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Account holders log in to their console at <base URL>/v1/console.
 Default data dir: ${defaultDataDir()}
@@ -144,6 +144,7 @@ async function serve(argv: string[]): Promise<void> {
       "concurrency-limit": { type: "string" },
       "queue-limit": { type: "string" },
       "agent-runs-limit": { type: "string" },
+      "engine-restart-limit": { type: "string" },
       "audit-retention-days": { type: "string" },
       "console-session-minutes": { type: "string" },
       lan: { type: "boolean" },

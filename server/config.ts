@@ -27,6 +27,8 @@ export interface ServeConfig {
   queueLimit?: number;
   /** Agent runs one account may have in progress at once; undefined: 2. */
   agentRunsLimit?: number;
+  /** Engine process deaths within a minute after which it is not started again; undefined: 3. */
+  engineRestartLimit?: number;
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
   /** Audit records older than this many days are removed automatically; undefined: 90. */
@@ -84,6 +86,7 @@ export type Flags = Partial<
     | "concurrency-limit"
     | "queue-limit"
     | "agent-runs-limit"
+    | "engine-restart-limit"
     | "allowed-hosts"
     | "headers-timeout"
     | "request-timeout"
@@ -140,6 +143,7 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     concurrencyLimit: intOption("concurrency-limit", pick("concurrency-limit", "SVC_CONCURRENCY_LIMIT"), 1, 100_000),
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
     agentRunsLimit: intOption("agent-runs-limit", pick("agent-runs-limit", "SVC_AGENT_RUNS_LIMIT"), 1, 1000),
+    engineRestartLimit: intOption("engine-restart-limit", pick("engine-restart-limit", "SVC_ENGINE_RESTART_LIMIT"), 1, 1000),
     auditRetentionDays: intOption("audit-retention-days", pick("audit-retention-days", "SVC_AUDIT_RETENTION_DAYS"), 1, 36_500),
     consoleSessionMinutes: intOption("console-session-minutes", pick("console-session-minutes", "SVC_CONSOLE_SESSION_MINUTES"), 1, 24 * 60),
     corsOrigins: list(pick("cors-origins", "SVC_CORS_ORIGINS")).map((o) => o.replace(/\/+$/, "")),

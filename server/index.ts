@@ -105,7 +105,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   }
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
-  const engineHost = new EngineHost({ log });
+  const engineHost = new EngineHost({ log, restartLimit: config.engineRestartLimit });
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
   const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, log };

@@ -2,9 +2,15 @@
 // model is loaded, or one is loading or being switched, they get a 503 with Retry-After and a message saying
 // why. A switch lets the requests already running finish on the old model, unloads it (two models rarely
 // fit in a laptop's memory at once), loads the new one, and puts the old one back if the new one fails.
+//
+// The engine runs in a process of its own (process-engine.ts). When that process dies, the requests running
+// in it have failed with a 503 saying so; the host loads the same model again in a new one, while requests
+// already waiting for a sequence keep waiting and new ones get the 503 of a model loading. Engines that die
+// `restartLimit` times within a minute are not started again: the host says why, with the last native line.
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
-import { currentGpu, LlamaEngine, type LlamaEngineOptions } from "./llama-engine.js";
+import { currentGpu, type LlamaEngineOptions } from "./llama-engine.js";
+import { ProcessEngine } from "./process-engine.js";
 import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
 
 export const NO_MODEL_MESSAGE =
@@ -104,10 +110,16 @@ function addUsage(totals: UsageTotals, usage: EngineOutcome["usage"]): void {
 }
 
 export interface HostOptions {
+  /** Starts an engine with a model (default: an engine process, ProcessEngine.start). */
   loader?: EngineLoader;
   precheck?: ModelPrecheck;
   log?: HostLog;
+  /** Engine deaths within a minute after which it is not started again (default 3). */
+  restartLimit?: number;
 }
+
+const DEFAULT_RESTART_LIMIT = 3;
+const RESTART_WINDOW_MS = 60_000;
 
 export class EngineHost {
   readonly usage: UsageTotals = { generations: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
@@ -121,11 +133,17 @@ export class EngineHost {
   private readonly precheck: ModelPrecheck;
   private readonly log: HostLog;
   private readonly listeners = new Set<() => void>();
+  private readonly restartLimit: number;
+  /** When the engine died lately (within RESTART_WINDOW_MS). */
+  private deaths: number[] = [];
+  /** How the engine died, while it is being started again. */
+  private restartingAfter: string | null = null;
 
   constructor(options: HostOptions = {}) {
-    this.loader = options.loader ?? ((o) => LlamaEngine.load(o));
+    this.loader = options.loader ?? ((o) => ProcessEngine.start(o));
     this.precheck = options.precheck ?? (async (path) => void (await readGgufSummary(path)));
     this.log = options.log ?? (() => undefined);
+    this.restartLimit = options.restartLimit ?? DEFAULT_RESTART_LIMIT;
   }
 
   /** Uses an engine built elsewhere (tests use a scripted fake). */
@@ -180,6 +198,11 @@ export class EngineHost {
     });
   }
 
+  /** Whether the engine died and is being started again (requests waiting for a sequence keep waiting). */
+  get restarting(): boolean {
+    return this.restartingAfter !== null;
+  }
+
   /** Sequences that can run now: the loaded model's, or 0 while none is loaded or one is loading. */
   capacity(): number {
     if (this.pending !== null || !this.current || this.current.isRetired) return 0;
@@ -200,6 +223,8 @@ export class EngineHost {
   status(): EngineStatus {
     const base = this.current?.status();
     const gpu = base?.gpu ?? this.gpu;
+    if (this.restartingAfter !== null)
+      return { state: "loading", model: null, gpu, error: `The engine process stopped (${this.restartingAfter}); it is being started again with the same model.` };
     if (this.pending !== null) return { state: "loading", model: base?.model ?? null, gpu, error: this.lastError };
     if (base) return { ...base, error: this.lastError };
     return { state: this.lastError ? "error" : "no_model", model: null, gpu, error: this.lastError };
@@ -264,7 +289,7 @@ export class EngineHost {
         }
         this.log("error", `Could not load ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again.`);
         try {
-          this.current = new TrackedEngine(await this.loader(old.options), old.options, this.usage);
+          this.current = this.watch(new TrackedEngine(await this.loader(old.options), old.options, this.usage));
           this.lastError = `Could not switch to ${options.modelPath}: ${reason} Still serving ${old.options.modelPath}.`;
         } catch (restoreErr) {
           this.lastError = `Could not switch to ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again failed too: ${(restoreErr as Error).message}`;
@@ -272,11 +297,58 @@ export class EngineHost {
         this.log("error", this.lastError);
         throw new AppError("unavailable", this.lastError, { code: "model_load_failed", cause: err });
       }
-      this.current = new TrackedEngine(engine, options, this.usage);
+      this.current = this.watch(new TrackedEngine(engine, options, this.usage));
       this.lastError = null;
       return this.current;
     } finally {
       this.pending = null;
     }
+  }
+
+  /** Starts the engine again when it dies (the in-flight requests have failed by then). */
+  private watch(engine: TrackedEngine): TrackedEngine {
+    engine.inner.onFailure?.((reason) => {
+      if (this.current !== engine) return;
+      this.current = null;
+      this.restart(engine.options, reason);
+    });
+    return engine;
+  }
+
+  private restart(options: LlamaEngineOptions, reason: string): void {
+    const now = Date.now();
+    this.deaths = [...this.deaths.filter((t) => now - t < RESTART_WINDOW_MS), now];
+    if (this.deaths.length >= this.restartLimit) {
+      this.restartingAfter = null;
+      this.lastError =
+        `The engine process stopped ${this.deaths.length} times within a minute, so it is not started again. The last time: ${reason}. ` +
+        `Load a model again once the cause is fixed (svc models use, or the window's Models page; or restart the server).`;
+      this.log("error", this.lastError);
+      this.changed();
+      return;
+    }
+    this.restartingAfter = reason;
+    this.log("error", `The engine process stopped (${reason}); the requests it was running have failed. Loading ${options.modelPath} again.`);
+    this.changed();
+    this.load(options).then(
+      () => {
+        this.restartingAfter = null;
+        this.log("info", `The engine process is running again with ${options.modelPath}.`);
+        this.changed();
+      },
+      (err: unknown) => {
+        const died = err instanceof AppError ? (err.details?.exit as string | undefined) : undefined;
+        if (died !== undefined) {
+          // It died again while loading: that counts as another death.
+          const line = (err as AppError).details?.last_error_line as string | null | undefined;
+          this.restart(options, line ? `${died} while loading the model: ${line}` : `${died} while loading the model`);
+          return;
+        }
+        this.restartingAfter = null;
+        this.lastError = `The engine process stopped (${reason}), and loading ${options.modelPath} again failed: ${(err as Error).message}`;
+        this.log("error", this.lastError);
+        this.changed();
+      },
+    );
   }
 }

@@ -141,4 +141,9 @@ export interface Engine {
   /** Exact prompt token count for a request, without generating. */
   countPromptTokens(request: EngineRequest): Promise<number>;
   close(): Promise<void>;
+  /**
+   * Engines that can die on their own (an engine process: a native abort, the OOM killer) call `listener`
+   * when they do, with how; their running generations have failed by then. Returns an unsubscribe.
+   */
+  onFailure?(listener: (reason: string) => void): () => void;
 }

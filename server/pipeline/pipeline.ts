@@ -73,6 +73,7 @@ export interface CallerContext {
 export function schedulerForHost(host: EngineHost, limits: { accountLimit?: number; maxQueue?: number } = {}): Scheduler {
   const scheduler = new Scheduler({
     capacity: () => host.capacity(),
+    paused: () => host.restarting,
     ...limits,
     unavailable: () => {
       try {

@@ -33,6 +33,8 @@ export interface SchedulerOptions {
   agingMs?: number;
   /** The error waiters get when capacity drops to 0 (no model, or one loading). */
   unavailable?: () => AppError;
+  /** While this says so, capacity 0 is a pause (the engine is starting again): waiters keep waiting. */
+  paused?: () => boolean;
   clock?: Clock;
 }
 
@@ -152,7 +154,7 @@ export class Scheduler {
 
   /** Re-examines the queue after the capacity changed (a model loaded, unloaded or is switching). */
   refresh(): void {
-    if (this.options.capacity() <= 0 && this.waiting.length > 0) {
+    if (this.options.capacity() <= 0 && this.waiting.length > 0 && !this.options.paused?.()) {
       const error = this.options.unavailable?.() ?? new AppError("unavailable", "No model is ready.", { retryAfter: 5 });
       for (const entry of this.waiting.splice(0)) {
         entry.signal.removeEventListener("abort", entry.onAbort);
