@@ -541,7 +541,7 @@ describe("responses", () => {
       model: "claude-sonnet-4-5-20250929",
       content: [
         { type: "thinking", thinking: "think think", signature: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/) },
-        { type: "text", text: "Sure thing.", citations: null },
+        { type: "text", text: "Sure thing." },
       ],
       stop_reason: "end_turn",
       stop_sequence: null,
@@ -566,11 +566,22 @@ describe("responses", () => {
   it("fast answers have no thinking block; display omitted keeps the signed block without its text", async () => {
     engine.script = () => answer("Quick.", { mode: "fast" });
     const fast = (await post({ ...hello, model: "claude-haiku-4-5" })).json();
-    expect(fast.content).toEqual([{ type: "text", text: "Quick.", citations: null }]);
+    expect(fast.content).toEqual([{ type: "text", text: "Quick." }]);
     engine.script = () => answer("Done.", { reasoning: "secret plan" });
     const omitted = (await post({ ...hello, max_tokens: 200, thinking: { type: "enabled", budget_tokens: 100, display: "omitted" } })).json();
     expect(omitted.content[0]).toEqual({ type: "thinking", thinking: "", signature: expect.any(String) });
     expect(omitted.content[0].signature.length).toBeGreaterThan(20);
+  });
+
+  it("text blocks have no citations key, streamed or not (Anthropic leaves it out; the AI SDK's provider rejects null)", async () => {
+    engine.script = () => answer("Plain.", { mode: "fast" });
+    const whole = (await post(hello)).json();
+    expect(whole.content).toHaveLength(1);
+    expect(Object.keys(whole.content[0]).sort()).toEqual(["text", "type"]);
+    engine.script = () => answer("Plain.", { mode: "fast" });
+    const starts = sseEvents((await post({ ...hello, stream: true })).body).filter((e) => e.event === "content_block_start");
+    expect(starts.map((e) => e.data.content_block)).toEqual([{ type: "text", text: "" }]);
+    expect(Object.keys(starts[0]!.data.content_block).sort()).toEqual(["text", "type"]);
   });
 
   it("splits input usage into cache reads, cache writes and the rest", async () => {
@@ -671,7 +682,7 @@ describe("streaming", () => {
       { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "hmm ok" } },
       { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/) } },
       { type: "content_block_stop", index: 0 },
-      { type: "content_block_start", index: 1, content_block: { type: "text", text: "", citations: null } },
+      { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } },
       { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "Hi " } },
       { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "there" } },
       { type: "content_block_stop", index: 1 },

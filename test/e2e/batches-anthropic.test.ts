@@ -91,7 +91,7 @@ describe("messages.batches with @anthropic-ai/sdk", () => {
       const result = results[i]!.result;
       if (result.type !== "succeeded") throw new Error(`expected succeeded, got ${JSON.stringify(result)}`);
       expect(result.message).toMatchObject({ type: "message", role: "assistant", model: "claude-haiku-4-5", stop_reason: "end_turn" });
-      expect(result.message.content).toEqual([{ type: "text", text: answer, citations: null }]);
+      expect(result.message.content).toEqual([{ type: "text", text: answer }]);
     }
     const failed = results[1]!.result;
     if (failed.type !== "errored") throw new Error(`expected errored, got ${JSON.stringify(failed)}`);
