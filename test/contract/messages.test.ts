@@ -815,6 +815,101 @@ describe("streaming", () => {
   });
 });
 
+describe("structured outputs", () => {
+  const schema = { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false };
+  const json = '{"city": "Oslo", "days": 3}';
+  /** A schema the grammar cannot express (`not`). */
+  const unsupported = { type: "object", properties: { n: { type: "integer" } }, not: { required: ["n"] } };
+
+  it("output_config.format json_schema constrains the answer as Chat's json_schema does; the answer is the text block", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema } } });
+    expect(res.statusCode).toBe(200);
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, param: "output_config.format.schema" });
+    expect(res.json().content).toEqual([{ type: "text", text: json }]);
+    expect(res.json().stop_reason).toBe("end_turn");
+  });
+
+  it("the beta's output_format (what client.beta.messages.parse sends, with its anthropic-beta header) is read the same way", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const res = await post({ ...hello, output_format: { type: "json_schema", schema } }, { "anthropic-beta": "structured-outputs-2025-12-15" }, "/v1/messages?beta=true");
+    expect(res.statusCode).toBe(200);
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, param: "output_format.schema" });
+    expect(res.json().content).toEqual([{ type: "text", text: json }]);
+  });
+
+  it("no format, a null one, or an output_config with only effort: plain text", async () => {
+    for (const extra of [{}, { output_config: null }, { output_config: { format: null } }, { output_format: null }, { output_config: { effort: "low" } }]) {
+      engine.script = () => answer("Plain.", { mode: "fast" });
+      const res = await post({ ...hello, ...extra });
+      expect(res.statusCode, JSON.stringify(extra)).toBe(200);
+      expect(lastRequest().output, JSON.stringify(extra)).toEqual({ type: "text" });
+    }
+  });
+
+  it("streamed: the JSON arrives as text deltas and the engine gets the same grammar request", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const events = sseEvents((await post({ ...hello, stream: true, output_config: { format: { type: "json_schema", schema } } })).body);
+    expect(lastRequest().output).toMatchObject({ type: "json_schema", schema });
+    const text = events.filter((e) => e.data.delta?.type === "text_delta").map((e) => e.data.delta.text).join("");
+    expect(JSON.parse(text)).toEqual({ city: "Oslo", days: 3 });
+  });
+
+  it("a schema the grammar cannot express is a 400 invalid_schema in Anthropic's format, naming the field, before the engine runs", async () => {
+    const before = engine.requests.length;
+    for (const [extra, param] of [
+      [{ output_config: { format: { type: "json_schema", schema: unsupported } } }, "output_config.format.schema"],
+      [{ output_format: { type: "json_schema", schema: unsupported } }, "output_format.schema"],
+    ] as const) {
+      const res = await post({ ...hello, ...extra });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({
+        type: "error",
+        error: { type: "invalid_request_error", message: expect.stringMatching(new RegExp(`^${param.replaceAll(".", "\\.")}: Unsupported JSON schema`)), details: { error_code: "invalid_schema", param } },
+        request_id: res.headers["request-id"],
+      });
+      // count_tokens refuses what the run would refuse.
+      const counted = await post({ model: "svc", messages: hello.messages, ...extra }, {}, "/v1/messages/count_tokens");
+      expect(counted.statusCode).toBe(400);
+      expect(counted.json().error.details).toEqual({ error_code: "invalid_schema", param });
+    }
+    expect(engine.requests.length).toBe(before);
+  });
+
+  it("a bad format is a 400 naming what is wrong", async () => {
+    for (const [extra, param] of [
+      [{ output_config: { format: { type: "json_object" } } }, "output_config.format.type"],
+      [{ output_config: { format: { type: "json_schema" } } }, "output_config.format.schema"],
+      [{ output_format: { type: "json_schema", schema: "object" } }, "output_format.schema"],
+      [{ output_config: { format: { type: "json_schema", schema } }, output_format: { type: "json_schema", schema } }, "output_format"],
+      [{ output_config: "json" }, "output_config"],
+      [{ output_format: { schema } }, "output_format.type"],
+    ] as const) {
+      for (const url of ["/v1/messages", "/v1/messages/count_tokens"]) {
+        const res = await post({ ...hello, ...extra }, {}, url);
+        expect(res.statusCode, `${url} ${JSON.stringify(extra)}`).toBe(400);
+        expect(res.json().error.type).toBe("invalid_request_error");
+        expect(res.json().error.message, `${url} ${JSON.stringify(extra)}`).toContain(param);
+        expect(res.json().error.details.param, `${url} ${JSON.stringify(extra)}`).toBe(param);
+      }
+    }
+  });
+
+  it("an answer that breaks its schema is never returned as valid: 500 api_error output_validation_failed", async () => {
+    engine.script = () => answer('{"city": "Oslo", "days": "three"}', { mode: "fast" });
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema } } });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().error).toMatchObject({ type: "api_error", details: { error_code: "output_validation_failed" } });
+  });
+
+  it("count_tokens takes the format and does not count the schema (the model never reads it; it is a grammar)", async () => {
+    const plain = await post({ model: "svc", messages: hello.messages }, {}, "/v1/messages/count_tokens");
+    const formatted = await post({ model: "svc", messages: hello.messages, output_config: { format: { type: "json_schema", schema } } }, {}, "/v1/messages/count_tokens");
+    expect(formatted.statusCode).toBe(200);
+    expect(formatted.json()).toEqual(plain.json());
+  });
+});
+
 describe("count_tokens", () => {
   const count = (body: unknown, headers: Record<string, string> = {}) => post(body, headers, "/v1/messages/count_tokens");
 
