@@ -825,7 +825,7 @@ describe("structured outputs", () => {
     engine.script = () => answer(json, { mode: "fast" });
     const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema } } });
     expect(res.statusCode).toBe(200);
-    expect(lastRequest().output).toEqual({ type: "json_schema", schema, param: "output_config.format.schema" });
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, strict: true, param: "output_config.format.schema" });
     expect(res.json().content).toEqual([{ type: "text", text: json }]);
     expect(res.json().stop_reason).toBe("end_turn");
   });
@@ -834,7 +834,7 @@ describe("structured outputs", () => {
     engine.script = () => answer(json, { mode: "fast" });
     const res = await post({ ...hello, output_format: { type: "json_schema", schema } }, { "anthropic-beta": "structured-outputs-2025-12-15" }, "/v1/messages?beta=true");
     expect(res.statusCode).toBe(200);
-    expect(lastRequest().output).toEqual({ type: "json_schema", schema, param: "output_format.schema" });
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, strict: true, param: "output_format.schema" });
     expect(res.json().content).toEqual([{ type: "text", text: json }]);
   });
 
@@ -874,6 +874,14 @@ describe("structured outputs", () => {
       expect(counted.json().error.details).toEqual({ error_code: "invalid_schema", param });
     }
     expect(engine.requests.length).toBe(before);
+  });
+
+  it("always strict, as Anthropic's structured outputs are: uniqueItems over strings (which no grammar holds) is refused", async () => {
+    const tags = { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } }, required: ["tags"] };
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema: tags } } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.details).toEqual({ error_code: "invalid_schema", param: "output_config.format.schema" });
+    expect(res.json().error.message).toContain("uniqueItems");
   });
 
   it("a bad format is a 400 naming what is wrong", async () => {

@@ -68,7 +68,8 @@ export function decodeCountTokensRequest(body: CountTokensRequestBody): Inferenc
  * Structured outputs: `output_config.format` or the older `output_format` (the SDKs' beta field), each
  * `{type: "json_schema", schema}`. The answer is then generated under the schema's grammar and checked
  * against it, exactly as Chat's `response_format: json_schema`; a schema the grammar cannot express is a
- * 400 invalid_schema naming `<field>.schema` (pipeline checkSchemas).
+ * 400 invalid_schema naming `<field>.schema` (pipeline checkSchemas). Always strict: Anthropic's structured
+ * outputs guarantee the schema and have no opt-out, so a keyword the grammar cannot hold is refused too.
  */
 function decodeOutputFormat(body: CountTokensRequestBody): OutputFormat {
   const config = body.output_config?.format ?? undefined;
@@ -82,7 +83,7 @@ function decodeOutputFormat(body: CountTokensRequestBody): OutputFormat {
     throw invalidRequest(`Invalid output format type '${format.type}'; the one format is json_schema (with a schema).`, `${where}.type`);
   const schema = (format as Obj).schema;
   if (!isObj(schema)) throw invalidRequest("An output format of type json_schema needs a 'schema' object (a JSON schema).", `${where}.schema`);
-  return { type: "json_schema", schema, param: `${where}.schema` };
+  return { type: "json_schema", schema, strict: true, param: `${where}.schema` };
 }
 
 function decodeConversation(body: CountTokensRequestBody) {
