@@ -148,7 +148,7 @@ async function resultsStream(): Promise<void> {
       type: "message",
       role: "assistant",
       model: "claude-haiku-4-5",
-      content: [{ type: "text", text: `Answer number ${i}: ${"lorem ipsum dolor sit amet ".repeat(12)}`, citations: null }],
+      content: [{ type: "text", text: `Answer number ${i}: ${"lorem ipsum dolor sit amet ".repeat(12)}` }],
       stop_reason: "end_turn",
       stop_sequence: null,
       usage: { input_tokens: 12, output_tokens: 90, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },

@@ -179,8 +179,13 @@ export class InferencePipeline {
     return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller) }));
   }
 
-  /** count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed. */
+  /**
+   * count_tokens: the spec's heuristic over what the model would read; no engine, so no model is needed.
+   * Schemas (output format, tools) are checked as for a run, so a body the run would refuse is refused here
+   * too; the output schema adds nothing to the count (the model never reads it: it is a grammar).
+   */
   async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
+    checkSchemas(request);
     return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
   }
 }

@@ -219,6 +219,24 @@ describe("creating a batch", () => {
     expect(test.store.db.prepare("SELECT COUNT(*) AS n FROM message_batch_requests").get()).toEqual({ n: 0 });
   });
 
+  it("checks a request's output format up front, as POST /v1/messages does: an unsupported schema is listed", async () => {
+    const test = await app(new BatchEngine());
+    const unsupported = { type: "object", properties: { n: { type: "integer" } }, not: { required: ["n"] } };
+    const good = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] };
+    const res = await create(test, {
+      requests: [
+        { custom_id: "a", params: params("x", { output_config: { format: { type: "json_schema", schema: good } } }) },
+        { custom_id: "b", params: params("x", { output_config: { format: { type: "json_schema", schema: unsupported } } }) },
+        { custom_id: "c", params: params("x", { output_format: { type: "xml" } }) },
+      ],
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.details.errors).toEqual([
+      { index: 1, custom_id: "b", param: "requests[1].params.output_config.format.schema", message: expect.stringContaining("Unsupported JSON schema") },
+      { index: 2, custom_id: "c", param: "requests[2].params.output_format.type", message: expect.stringContaining("json_schema") },
+    ]);
+  });
+
   it("says what is wrong with a body that is not a list of requests", async () => {
     const test = await app(new BatchEngine());
     const cases: Array<[unknown, number, string]> = [

@@ -541,7 +541,7 @@ describe("responses", () => {
       model: "claude-sonnet-4-5-20250929",
       content: [
         { type: "thinking", thinking: "think think", signature: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/) },
-        { type: "text", text: "Sure thing.", citations: null },
+        { type: "text", text: "Sure thing." },
       ],
       stop_reason: "end_turn",
       stop_sequence: null,
@@ -566,11 +566,22 @@ describe("responses", () => {
   it("fast answers have no thinking block; display omitted keeps the signed block without its text", async () => {
     engine.script = () => answer("Quick.", { mode: "fast" });
     const fast = (await post({ ...hello, model: "claude-haiku-4-5" })).json();
-    expect(fast.content).toEqual([{ type: "text", text: "Quick.", citations: null }]);
+    expect(fast.content).toEqual([{ type: "text", text: "Quick." }]);
     engine.script = () => answer("Done.", { reasoning: "secret plan" });
     const omitted = (await post({ ...hello, max_tokens: 200, thinking: { type: "enabled", budget_tokens: 100, display: "omitted" } })).json();
     expect(omitted.content[0]).toEqual({ type: "thinking", thinking: "", signature: expect.any(String) });
     expect(omitted.content[0].signature.length).toBeGreaterThan(20);
+  });
+
+  it("text blocks have no citations key, streamed or not (Anthropic leaves it out; the AI SDK's provider rejects null)", async () => {
+    engine.script = () => answer("Plain.", { mode: "fast" });
+    const whole = (await post(hello)).json();
+    expect(whole.content).toHaveLength(1);
+    expect(Object.keys(whole.content[0]).sort()).toEqual(["text", "type"]);
+    engine.script = () => answer("Plain.", { mode: "fast" });
+    const starts = sseEvents((await post({ ...hello, stream: true })).body).filter((e) => e.event === "content_block_start");
+    expect(starts.map((e) => e.data.content_block)).toEqual([{ type: "text", text: "" }]);
+    expect(Object.keys(starts[0]!.data.content_block).sort()).toEqual(["text", "type"]);
   });
 
   it("splits input usage into cache reads, cache writes and the rest", async () => {
@@ -671,7 +682,7 @@ describe("streaming", () => {
       { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "hmm ok" } },
       { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: expect.stringMatching(/^[A-Za-z0-9+/]{43}=$/) } },
       { type: "content_block_stop", index: 0 },
-      { type: "content_block_start", index: 1, content_block: { type: "text", text: "", citations: null } },
+      { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } },
       { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "Hi " } },
       { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "there" } },
       { type: "content_block_stop", index: 1 },
@@ -801,6 +812,109 @@ describe("streaming", () => {
     } finally {
       engine.failAfter = null;
     }
+  });
+});
+
+describe("structured outputs", () => {
+  const schema = { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false };
+  const json = '{"city": "Oslo", "days": 3}';
+  /** A schema the grammar cannot express (`not`). */
+  const unsupported = { type: "object", properties: { n: { type: "integer" } }, not: { required: ["n"] } };
+
+  it("output_config.format json_schema constrains the answer as Chat's json_schema does; the answer is the text block", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema } } });
+    expect(res.statusCode).toBe(200);
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, strict: true, param: "output_config.format.schema" });
+    expect(res.json().content).toEqual([{ type: "text", text: json }]);
+    expect(res.json().stop_reason).toBe("end_turn");
+  });
+
+  it("the beta's output_format (what client.beta.messages.parse sends, with its anthropic-beta header) is read the same way", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const res = await post({ ...hello, output_format: { type: "json_schema", schema } }, { "anthropic-beta": "structured-outputs-2025-12-15" }, "/v1/messages?beta=true");
+    expect(res.statusCode).toBe(200);
+    expect(lastRequest().output).toEqual({ type: "json_schema", schema, strict: true, param: "output_format.schema" });
+    expect(res.json().content).toEqual([{ type: "text", text: json }]);
+  });
+
+  it("no format, a null one, or an output_config with only effort: plain text", async () => {
+    for (const extra of [{}, { output_config: null }, { output_config: { format: null } }, { output_format: null }, { output_config: { effort: "low" } }]) {
+      engine.script = () => answer("Plain.", { mode: "fast" });
+      const res = await post({ ...hello, ...extra });
+      expect(res.statusCode, JSON.stringify(extra)).toBe(200);
+      expect(lastRequest().output, JSON.stringify(extra)).toEqual({ type: "text" });
+    }
+  });
+
+  it("streamed: the JSON arrives as text deltas and the engine gets the same grammar request", async () => {
+    engine.script = () => answer(json, { mode: "fast" });
+    const events = sseEvents((await post({ ...hello, stream: true, output_config: { format: { type: "json_schema", schema } } })).body);
+    expect(lastRequest().output).toMatchObject({ type: "json_schema", schema });
+    const text = events.filter((e) => e.data.delta?.type === "text_delta").map((e) => e.data.delta.text).join("");
+    expect(JSON.parse(text)).toEqual({ city: "Oslo", days: 3 });
+  });
+
+  it("a schema the grammar cannot express is a 400 invalid_schema in Anthropic's format, naming the field, before the engine runs", async () => {
+    const before = engine.requests.length;
+    for (const [extra, param] of [
+      [{ output_config: { format: { type: "json_schema", schema: unsupported } } }, "output_config.format.schema"],
+      [{ output_format: { type: "json_schema", schema: unsupported } }, "output_format.schema"],
+    ] as const) {
+      const res = await post({ ...hello, ...extra });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({
+        type: "error",
+        error: { type: "invalid_request_error", message: expect.stringMatching(new RegExp(`^${param.replaceAll(".", "\\.")}: Unsupported JSON schema`)), details: { error_code: "invalid_schema", param } },
+        request_id: res.headers["request-id"],
+      });
+      // count_tokens refuses what the run would refuse.
+      const counted = await post({ model: "svc", messages: hello.messages, ...extra }, {}, "/v1/messages/count_tokens");
+      expect(counted.statusCode).toBe(400);
+      expect(counted.json().error.details).toEqual({ error_code: "invalid_schema", param });
+    }
+    expect(engine.requests.length).toBe(before);
+  });
+
+  it("always strict, as Anthropic's structured outputs are: uniqueItems over strings (which no grammar holds) is refused", async () => {
+    const tags = { type: "object", properties: { tags: { type: "array", items: { type: "string" }, uniqueItems: true } }, required: ["tags"] };
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema: tags } } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.details).toEqual({ error_code: "invalid_schema", param: "output_config.format.schema" });
+    expect(res.json().error.message).toContain("uniqueItems");
+  });
+
+  it("a bad format is a 400 naming what is wrong", async () => {
+    for (const [extra, param] of [
+      [{ output_config: { format: { type: "json_object" } } }, "output_config.format.type"],
+      [{ output_config: { format: { type: "json_schema" } } }, "output_config.format.schema"],
+      [{ output_format: { type: "json_schema", schema: "object" } }, "output_format.schema"],
+      [{ output_config: { format: { type: "json_schema", schema } }, output_format: { type: "json_schema", schema } }, "output_format"],
+      [{ output_config: "json" }, "output_config"],
+      [{ output_format: { schema } }, "output_format.type"],
+    ] as const) {
+      for (const url of ["/v1/messages", "/v1/messages/count_tokens"]) {
+        const res = await post({ ...hello, ...extra }, {}, url);
+        expect(res.statusCode, `${url} ${JSON.stringify(extra)}`).toBe(400);
+        expect(res.json().error.type).toBe("invalid_request_error");
+        expect(res.json().error.message, `${url} ${JSON.stringify(extra)}`).toContain(param);
+        expect(res.json().error.details.param, `${url} ${JSON.stringify(extra)}`).toBe(param);
+      }
+    }
+  });
+
+  it("an answer that breaks its schema is never returned as valid: 500 api_error output_validation_failed", async () => {
+    engine.script = () => answer('{"city": "Oslo", "days": "three"}', { mode: "fast" });
+    const res = await post({ ...hello, output_config: { format: { type: "json_schema", schema } } });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().error).toMatchObject({ type: "api_error", details: { error_code: "output_validation_failed" } });
+  });
+
+  it("count_tokens takes the format and does not count the schema (the model never reads it; it is a grammar)", async () => {
+    const plain = await post({ model: "svc", messages: hello.messages }, {}, "/v1/messages/count_tokens");
+    const formatted = await post({ model: "svc", messages: hello.messages, output_config: { format: { type: "json_schema", schema } } }, {}, "/v1/messages/count_tokens");
+    expect(formatted.statusCode).toBe(200);
+    expect(formatted.json()).toEqual(plain.json());
   });
 });
 

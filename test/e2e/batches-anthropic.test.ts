@@ -10,6 +10,7 @@ import Anthropic0 from "anthropic-sdk-0";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
+import { validateJsonAgainstSchema } from "../../server/engine/json-schema-grammar.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const answer = greedyTexts().answer.trim();
@@ -91,7 +92,7 @@ describe("messages.batches with @anthropic-ai/sdk", () => {
       const result = results[i]!.result;
       if (result.type !== "succeeded") throw new Error(`expected succeeded, got ${JSON.stringify(result)}`);
       expect(result.message).toMatchObject({ type: "message", role: "assistant", model: "claude-haiku-4-5", stop_reason: "end_turn" });
-      expect(result.message.content).toEqual([{ type: "text", text: answer, citations: null }]);
+      expect(result.message.content).toEqual([{ type: "text", text: answer }]);
     }
     const failed = results[1]!.result;
     if (failed.type !== "errored") throw new Error(`expected errored, got ${JSON.stringify(failed)}`);
@@ -154,6 +155,21 @@ describe("messages.batches with @anthropic-ai/sdk", () => {
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as Error).message).toMatch(/requests\[1\]\.custom_id/);
     expect((await client.messages.batches.list({ limit: 1000 })).data.length).toBe(before);
+  });
+
+  it("structured outputs in params: the result's text satisfies the schema; an unsupported schema refuses the batch", async () => {
+    const schema = { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false };
+    const created = await client.messages.batches.create({ requests: [{ custom_id: "json", params: { ...hello(4), output_config: { format: { type: "json_schema", schema } } } }] });
+    await waitEnded(client, created.id);
+    const [line] = await resultsOf(client, created.id);
+    if (line?.result.type !== "succeeded") throw new Error(`expected succeeded, got ${JSON.stringify(line)}`);
+    const text = line.result.message.content.find((b) => b.type === "text");
+    expect(validateJsonAgainstSchema(schema, JSON.parse(text?.type === "text" ? text.text : ""))).toEqual({ valid: true });
+
+    const unsupported = { type: "json_schema" as const, schema: { type: "object", not: { required: ["a"] } } };
+    const err = await client.messages.batches.create({ requests: [{ custom_id: "bad", params: { ...hello(5), output_config: { format: unsupported } } }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as Error).message).toContain("requests[0].params.output_config.format.schema");
   });
 
   it("the last 0.x SDK reads the same batches", async () => {

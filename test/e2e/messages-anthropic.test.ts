@@ -3,7 +3,11 @@
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import Anthropic from "@anthropic-ai/sdk";
+import { betaJSONSchemaOutputFormat } from "@anthropic-ai/sdk/helpers/beta/json-schema";
+import { jsonSchemaOutputFormat } from "@anthropic-ai/sdk/helpers/json-schema";
 import Anthropic0 from "anthropic-sdk-0";
+import { betaJSONSchemaOutputFormat as betaJSONSchemaOutputFormat0 } from "anthropic-sdk-0/helpers/beta/json-schema";
+import { jsonSchemaOutputFormat as jsonSchemaOutputFormat0 } from "anthropic-sdk-0/helpers/json-schema";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
 import { validateJsonAgainstSchema } from "../../server/engine/json-schema-grammar.js";
@@ -35,6 +39,9 @@ interface Sdk {
   AuthenticationError: ErrorClass;
   /** 1.x reads error.details.error_code into err.errorCode; 0.x has no such field. */
   errorCodes: boolean;
+  /** The SDK's structured-output helpers: output_config.format for messages.parse, output_format for beta.messages.parse. */
+  outputFormat: typeof jsonSchemaOutputFormat;
+  betaOutputFormat: typeof betaJSONSchemaOutputFormat;
 }
 
 const sdks: Sdk[] = [
@@ -44,6 +51,8 @@ const sdks: Sdk[] = [
     BadRequestError: Anthropic.BadRequestError,
     AuthenticationError: Anthropic.AuthenticationError,
     errorCodes: true,
+    outputFormat: jsonSchemaOutputFormat,
+    betaOutputFormat: betaJSONSchemaOutputFormat,
   },
   {
     label: "@anthropic-ai/sdk 0.x",
@@ -51,6 +60,8 @@ const sdks: Sdk[] = [
     BadRequestError: Anthropic0.BadRequestError,
     AuthenticationError: Anthropic0.AuthenticationError,
     errorCodes: false,
+    outputFormat: jsonSchemaOutputFormat0 as unknown as typeof jsonSchemaOutputFormat,
+    betaOutputFormat: betaJSONSchemaOutputFormat0 as unknown as typeof betaJSONSchemaOutputFormat,
   },
 ];
 
@@ -269,6 +280,59 @@ describe.each(sdks)("$label", (sdk) => {
         }),
       );
       expect(failed.stop_reason).toBe("end_turn");
+    });
+  });
+
+  describe("structured outputs", () => {
+    const forecast = {
+      type: "object",
+      properties: { city: { type: "string" }, unit: { type: "string", enum: ["c", "f"] }, days: { type: "array", items: { type: "integer" }, minItems: 1, maxItems: 3 } },
+      required: ["city", "unit", "days"],
+      additionalProperties: false,
+    } as const;
+
+    // The SDKs' helpers rewrite the schema into Anthropic's subset (moving some keywords, e.g. maxItems, into
+    // the description), so the guarantee is checked against the schema sent.
+    it("messages.parse with output_config.format: the text is JSON satisfying the schema, after the thought", async () => {
+      const format = sdk.outputFormat(forecast);
+      const res = await client.messages.parse({ ...params({ messages: user("Forecast?") }), output_config: { format } });
+      expect(res.stop_reason).toBe("end_turn");
+      expect(res.content.map((b) => b.type)).toEqual(["thinking", "text"]);
+      expect(thinkings(res)[0]!.thinking).toBe(thought);
+      expect(validateJsonAgainstSchema(format.schema, res.parsed_output)).toEqual({ valid: true });
+      expect(JSON.parse(texts(res)[0]!)).toEqual(res.parsed_output);
+    });
+
+    it("beta.messages.parse with output_format (the beta's field and header): the same guarantee", async () => {
+      const format = sdk.betaOutputFormat(forecast);
+      const res = await client.beta.messages.parse({
+        ...(params({ model: "claude-haiku-4-5", messages: user("Forecast?") }) as Anthropic.Beta.MessageCreateParamsNonStreaming),
+        output_format: format,
+      });
+      expect(res.content.map((b) => b.type)).toEqual(["text"]);
+      expect(validateJsonAgainstSchema(format.schema, res.parsed_output)).toEqual({ valid: true });
+    });
+
+    it("streamed: the text deltas add up to JSON satisfying the schema", async () => {
+      const stream = client.messages.stream({ ...(params({ messages: user("Forecast?") }) as Anthropic.MessageStreamParams), output_config: { format: { type: "json_schema", schema: forecast } } });
+      const deltas: string[] = [];
+      stream.on("text", (delta) => deltas.push(delta));
+      const final = await stream.finalMessage();
+      expect(final.stop_reason).toBe("end_turn");
+      expect(validateJsonAgainstSchema(forecast, JSON.parse(deltas.join("")))).toEqual({ valid: true });
+      expect(texts(final)).toEqual([deltas.join("")]);
+    });
+
+    it("a schema the grammar cannot express: BadRequestError naming output_config.format.schema, in count_tokens too", async () => {
+      const format = { type: "json_schema" as const, schema: { type: "object", properties: { a: { type: "string" } }, not: { required: ["a"] } } };
+      const err = await client.messages.create({ ...params({ messages: user("x") }), output_config: { format } }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(sdk.BadRequestError);
+      const e = err as InstanceType<typeof Anthropic.APIError>;
+      expect(e.status).toBe(400);
+      expect(e.message).toContain("output_config.format.schema");
+      if (sdk.errorCodes) expect((e as unknown as { errorCode: string }).errorCode).toBe("invalid_schema");
+      const counted = await client.messages.countTokens({ model: "svc", messages: user("x"), output_config: { format } }).catch((x: unknown) => x);
+      expect(counted).toBeInstanceOf(sdk.BadRequestError);
     });
   });
 

@@ -6,6 +6,7 @@ import type {
   ContentPart,
   FileSource,
   InferenceRequest,
+  OutputFormat,
   ReasoningRequest,
   ToolCall,
   ToolChoice,
@@ -40,8 +41,7 @@ export function decodeMessagesRequest(body: MessagesRequestBody): DecodedMessage
     tools,
     toolChoice,
     parallelToolCalls,
-    // response_format and output_config are not read: the Messages surface has no structured output.
-    output: { type: "text" },
+    output: decodeOutputFormat(body),
     reasoning,
     maxTokens: body.max_tokens,
     stopSequences: body.stop_sequences ?? [],
@@ -61,7 +61,29 @@ export function decodeMessagesRequest(body: MessagesRequestBody): DecodedMessage
 export function decodeCountTokensRequest(body: CountTokensRequestBody): InferenceRequest {
   const { messages, tools, toolChoice, parallelToolCalls } = decodeConversation(body);
   const { reasoning } = decodeThinking(body.thinking ?? undefined, body.model, undefined);
-  return { surface: "messages", messages, tools, toolChoice, parallelToolCalls, output: { type: "text" }, reasoning, stopSequences: [], sampling: {} };
+  return { surface: "messages", messages, tools, toolChoice, parallelToolCalls, output: decodeOutputFormat(body), reasoning, stopSequences: [], sampling: {} };
+}
+
+/**
+ * Structured outputs: `output_config.format` or the older `output_format` (the SDKs' beta field), each
+ * `{type: "json_schema", schema}`. The answer is then generated under the schema's grammar and checked
+ * against it, exactly as Chat's `response_format: json_schema`; a schema the grammar cannot express is a
+ * 400 invalid_schema naming `<field>.schema` (pipeline checkSchemas). Always strict: Anthropic's structured
+ * outputs guarantee the schema and have no opt-out, so a keyword the grammar cannot hold is refused too.
+ */
+function decodeOutputFormat(body: CountTokensRequestBody): OutputFormat {
+  const config = body.output_config?.format ?? undefined;
+  const beta = body.output_format ?? undefined;
+  if (config && beta)
+    throw invalidRequest("The output format is given twice, here and in output_config.format; send it once (this field is the deprecated spelling).", "output_format");
+  const format = config ?? beta;
+  if (!format) return { type: "text" };
+  const where = config ? "output_config.format" : "output_format";
+  if (format.type !== "json_schema")
+    throw invalidRequest(`Invalid output format type '${format.type}'; the one format is json_schema (with a schema).`, `${where}.type`);
+  const schema = (format as Obj).schema;
+  if (!isObj(schema)) throw invalidRequest("An output format of type json_schema needs a 'schema' object (a JSON schema).", `${where}.schema`);
+  return { type: "json_schema", schema, strict: true, param: `${where}.schema` };
 }
 
 function decodeConversation(body: CountTokensRequestBody) {

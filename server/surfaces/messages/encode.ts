@@ -107,7 +107,9 @@ export function encodeMessagesResponse(result: InferenceResult, envelope: Messag
       thinking: envelope.thinkingDisplay === "omitted" ? "" : result.reasoning,
       signature: thinkingSignature(result.reasoning),
     });
-  if (result.text !== "") content.push({ type: "text", text: result.text, citations: null });
+  // No `citations` key: Anthropic leaves it out when a block cites nothing, and the AI SDK's provider
+  // rejects `citations: null` (its schema takes an array or nothing).
+  if (result.text !== "") content.push({ type: "text", text: result.text });
   for (const call of result.toolCalls) content.push(encodeToolUseBlock(call));
   if (result.incompleteToolCall) content.push(encodeIncompleteToolUseBlock(result.incompleteToolCall));
   return {

@@ -1,5 +1,5 @@
 // The Messages request body (POST /v1/messages) and the count_tokens body: the spec's table with its exact
-// ranges. Unknown fields are allowed (clients send many: service_tier, output_config, container, ...);
+// ranges. Unknown fields are allowed (clients send many: service_tier, container, inference_geo, ...);
 // content blocks, tools and tool_choice are checked in decode.ts, which can name the exact block at fault.
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 
@@ -40,6 +40,9 @@ const Thinking = Type.Object(
   { additionalProperties: true },
 );
 
+/** Structured outputs: {type: "json_schema", schema}; the type and the schema are checked in decode.ts. */
+const OutputFormat = Type.Object({ type: Type.String() }, { additionalProperties: true });
+
 /** Fields shared by a messages request and a count_tokens request. */
 const common = {
   model: Type.String({ minLength: 1 }),
@@ -48,6 +51,10 @@ const common = {
   tools: Type.Optional(nullable(Type.Array(Tool))),
   tool_choice: Type.Optional(nullable(ToolChoice)),
   thinking: Type.Optional(nullable(Thinking)),
+  // The answer's format: output_config.format, or output_format (the structured-outputs beta's field, which
+  // the SDKs mark deprecated). output_config's other fields (effort, task_budget) are not read.
+  output_config: Type.Optional(nullable(Type.Object({ format: Type.Optional(nullable(OutputFormat)) }, { additionalProperties: true }))),
+  output_format: Type.Optional(nullable(OutputFormat)),
 };
 
 export const MessagesRequestSchema = Type.Object(

@@ -132,7 +132,7 @@ export class MessagesStreamEncoder {
     this.block = { ...block, index } as OpenBlock;
     let contentBlock: Record<string, unknown>;
     if (block.kind === "thinking") contentBlock = { type: "thinking", thinking: "", signature: "" };
-    else if (block.kind === "text") contentBlock = { type: "text", text: "", citations: null };
+    else if (block.kind === "text") contentBlock = { type: "text", text: "" }; // no citations key, as in encode.ts
     else contentBlock = { type: "tool_use", id: tool!.id, name: tool!.name, input: {}, caller: { type: "direct" } };
     out.push(frame({ type: "content_block_start", index, content_block: contentBlock }));
     return out;
