@@ -84,17 +84,13 @@ export function fuzzCase(index: number): FuzzCase {
   return {
     index,
     surface,
-    // Messages takes a schema for the answer only where the surface supports it: a forced tool there.
-    kind: surface === "messages" && !MESSAGES_OUTPUT_FORMAT ? "tool" : kind,
+    kind,
     stream: Math.floor(index / 6) % 2 === 1,
     thinking: index % 7 === 0,
     schemaName: names[Math.floor(index / 12) % names.length]!,
     seed: 1000 + index,
   };
 }
-
-/** Whether the Messages surface takes an answer schema (`output_format`). */
-const MESSAGES_OUTPUT_FORMAT = false;
 
 export interface FuzzResult {
   fuzzCase: FuzzCase;
@@ -152,7 +148,7 @@ function body(c: FuzzCase): Record<string, unknown> {
         max_tokens: 600,
         ...(c.thinking ? { thinking: { type: "enabled", budget_tokens: 64 } } : {}),
         ...(c.kind === "output"
-          ? { output_format: { type: "json_schema", schema } }
+          ? { output_config: { format: { type: "json_schema", schema } } }
           : { tools: [{ name: TOOL, input_schema: schema }], tool_choice: { type: "tool", name: TOOL } }),
       };
   }

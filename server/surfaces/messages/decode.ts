@@ -405,6 +405,7 @@ function decodeTools(tools: MessagesRequestBody["tools"] | undefined): ToolDefin
       throw invalidRequest("input_schema must describe an object (type: \"object\").", `${where}.input_schema.type`);
     if (t.description != null && typeof t.description !== "string") throw invalidRequest("description must be a string.", `${where}.description`);
     if (t.defer_loading != null && typeof t.defer_loading !== "boolean") throw invalidRequest("defer_loading must be a boolean.", `${where}.defer_loading`);
+    if (t.strict != null && typeof t.strict !== "boolean") throw invalidRequest("strict must be a boolean.", `${where}.strict`);
     const breakpoint = mark(t, where);
     if (t.defer_loading === true) return [];
     return [
@@ -413,6 +414,8 @@ function decodeTools(tools: MessagesRequestBody["tools"] | undefined): ToolDefin
         ...(typeof t.description === "string" ? { description: t.description } : {}),
         parameters: t.input_schema,
         param: `${where}.input_schema`,
+        // Anthropic's strict tool use: the inputs always match the schema, which must be one that can be held.
+        ...(t.strict === true ? { strict: true } : {}),
         ...breakpoint,
       },
     ];
