@@ -33,25 +33,26 @@ process.on("disconnect", () => process.exit(0));
 /**
  * Tests make this process fail for real (test/reliability/engine-crash.test.ts): SVC_ENGINE_TEST_CRASH_FILE names
  * a file of directives, one a line, "abort-mid-decode" or "exit-during-load", each optionally followed by how
- * many times; the first line is the one in force, each use counts it down, and its last use removes it (and the
- * file with the last line). Unset (always, outside those tests), nothing is read.
+ * many times and, for the abort, how many ms it waits after the third event (so a test can queue requests
+ * behind it); the first line is the one in force, each use counts it down, and its last use removes it (and
+ * the file with the last line). Unset (always, outside those tests), nothing is read.
  */
-function crashDirective(what: "abort-mid-decode" | "exit-during-load"): boolean {
+function crashDirective(what: "abort-mid-decode" | "exit-during-load"): { delayMs: number } | null {
   const file = process.env.SVC_ENGINE_TEST_CRASH_FILE;
-  if (!file) return false;
+  if (!file) return null;
   let lines: string[];
   try {
     lines = readFileSync(file, "utf8").split("\n").map((l) => l.trim()).filter((l) => l !== "");
   } catch {
-    return false;
+    return null;
   }
-  const [directive, count = "1"] = (lines[0] ?? "").split(/\s+/);
-  if (directive !== what) return false;
+  const [directive, count = "1", delay = "0"] = (lines[0] ?? "").split(/\s+/);
+  if (directive !== what) return null;
   const left = Number(count) - 1;
-  const rest = left > 0 ? [`${directive} ${left}`, ...lines.slice(1)] : lines.slice(1);
+  const rest = left > 0 ? [`${directive} ${left} ${delay}`, ...lines.slice(1)] : lines.slice(1);
   if (rest.length > 0) writeFileSync(file, `${rest.join("\n")}\n`);
   else rmSync(file, { force: true });
-  return true;
+  return { delayMs: Number(delay) || 0 };
 }
 
 function crashNow(how: "abort" | "kill", why: string): never {
@@ -103,6 +104,7 @@ async function generate(id: number, request: Extract<ToEngine, { type: "generate
       if (crash && sent === 3) {
         // Three events are on their way to the client; the next decode never finishes.
         flush();
+        if (crash.delayMs > 0) await new Promise((r) => setTimeout(r, crash.delayMs));
         setImmediate(() => crashNow("abort", "abort mid-decode"));
       }
       queue(id, event);
@@ -124,7 +126,7 @@ async function generate(id: number, request: Extract<ToEngine, { type: "generate
 onMessage((message) => {
   switch (message.type) {
     case "load":
-      if (crashDirective("exit-during-load")) crashNow("kill", "killed during a model load");
+      if (crashDirective("exit-during-load") !== null) crashNow("kill", "killed during a model load");
       LlamaEngine.load({ ...message.options, log: (level, text) => send({ type: "log", level, message: text }) }).then(
         (loaded) => {
           engine = loaded;

@@ -27,8 +27,13 @@ async function start(extraArgs: string[] = []): Promise<{ server: SvcServer; key
   return { server, key, crashFile, client: new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 }) };
 }
 
-async function health(url: string): Promise<{ model: { state: string; error: string | null } }> {
-  return (await (await fetch(`${url}/health`)).json()) as { model: { state: string; error: string | null } };
+interface Health {
+  model: { state: string; error: string | null };
+  requests: { active: number; queued: number };
+}
+
+async function health(url: string): Promise<Health> {
+  return (await (await fetch(`${url}/health`)).json()) as Health;
 }
 
 async function until(what: string, condition: () => Promise<boolean>, ms = 30_000): Promise<void> {
@@ -66,11 +71,13 @@ describe("an engine process that dies", () => {
   it("mid-stream: the stream ends with a clean error, a queued request waits and is served, the server stays up", { timeout: 120_000 }, async () => {
     const { server, key, crashFile, client } = await start();
     const pid = server.process.pid!;
-    writeFileSync(crashFile, "abort-mid-decode\n");
+    // The engine dies 3 s after the stream's third event, while the request below waits in the queue.
+    writeFileSync(crashFile, "abort-mid-decode 1 3000\n");
     const crashing = streamChat(server.url, key);
     // One sequence: this one waits in the queue while the first runs, and must survive the crash.
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the first request to run", async () => (await health(server.url)).requests.active === 1);
     const queued = client.chat.completions.create({ model: "svc", temperature: 0, messages: [{ role: "user", content: "Hello again" }] });
+    await until("the second request to wait", async () => (await health(server.url)).requests.queued === 1);
 
     const res = await crashing;
     expect(res.status).toBe(200);
