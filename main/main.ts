@@ -1,6 +1,7 @@
-// The Electron main process: one instance; the same server as `svc serve`, in-process; the console window
-// (app://svc/, sandboxed, one typed IPC channel); a tray with the status; a graceful quit.
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, protocol, session, shell, Tray, type IpcMainInvokeEvent } from "electron";
+// The Electron main process: one instance; the same server as `svc serve`, in-process, with its engine in a
+// utility process; the console window (app://svc/, sandboxed, one typed IPC channel); a tray with the status;
+// a graceful quit.
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, protocol, session, shell, Tray, utilityProcess, type IpcMainInvokeEvent } from "electron";
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -15,6 +16,7 @@ import { Store } from "../server/store/store.js";
 import { packageVersion } from "../server/version.js";
 import { APP_INDEX_URL, APP_SCHEME, contentTypeFor, isAppPageUrl, navigationVerdict, RENDERER_CSP, resolveRendererFile } from "./app-protocol.js";
 import { chooseNativeBinding } from "./dev-native.js";
+import { utilityEngineSpawner } from "./engine-process.js";
 import { hostForStart, isAddressInUse, planPort, portForStart, portNoteFor, windowProfileDir } from "./server-plan.js";
 import { trayText, type TrayState } from "./tray-status.js";
 
@@ -68,14 +70,16 @@ async function startHosted(config: ServeConfig): Promise<Hosted> {
   const logs = new LogBuffer(consoleLog(config.logLevel));
   const portFromEnv = (process.env.SVC_PORT ?? "").trim() !== "";
   let plan = await planPort(host, portForStart(settings.port, process.env.SVC_PORT, config.port));
+  // The model runs in a utility process: a native crash there leaves the window and the server up.
+  const spawnEngine = utilityEngineSpawner(utilityProcess);
   let server: RunningServer;
   try {
-    server = await startServer({ ...config, host, lan, port: plan.port, nativeBinding }, logs.log);
+    server = await startServer({ ...config, host, lan, port: plan.port, nativeBinding }, logs.log, { spawnEngine });
   } catch (err) {
     // The probe said free, but another program took the port meanwhile: fall back once more.
     if (plan.port === 0 || !isAddressInUse(err)) throw err;
     plan = { port: 0, taken: plan.port };
-    server = await startServer({ ...config, host, lan, port: 0, nativeBinding }, logs.log);
+    server = await startServer({ ...config, host, lan, port: 0, nativeBinding }, logs.log, { spawnEngine });
   }
   const portNote = portNoteFor(plan, server.port);
   if (portNote) logs.log("warn", portNote);

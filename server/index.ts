@@ -4,6 +4,8 @@ import type { FastifyInstance } from "fastify";
 import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
+import type { EngineSpawner } from "./engine/engine-protocol.js";
+import { ProcessEngine } from "./engine/process-engine.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
@@ -92,7 +94,12 @@ function lockDataDir(config: ServeConfig): DataDirLock {
   }
 }
 
-export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel)): Promise<RunningServer> {
+export interface StartOptions {
+  /** Starts the engine process (default: a forked Node process); the desktop app passes Electron's utilityProcess. */
+  spawnEngine?: EngineSpawner;
+}
+
+export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel), options: StartOptions = {}): Promise<RunningServer> {
   checkExposure(config);
   if (config.modelPath) await checkModelFile(config.modelPath);
   const lock = lockDataDir(config);
@@ -105,7 +112,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   }
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
-  const engineHost = new EngineHost({ log, restartLimit: config.engineRestartLimit });
+  const spawn = options.spawnEngine;
+  const engineHost = new EngineHost({ log, restartLimit: config.engineRestartLimit, loader: (o) => ProcessEngine.start({ ...o, spawn }) });
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
   const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, log };

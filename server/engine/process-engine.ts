@@ -114,7 +114,9 @@ export class ProcessEngine implements Engine {
   static async start(options: ProcessEngineOptions): Promise<ProcessEngine> {
     const { spawn, env, log, ...load } = options;
     const { entry, execArgv } = childEntry();
-    const channel = spawn ? spawn(entry, { ...process.env, ...env }) : forkEngine(entry, { ...process.env, ...env }, execArgv);
+    // SVC_ENGINE_PROCESS tells the engine process's thread policy that its parent's CPU time is its own (thread-policy.ts).
+    const childEnv = { ...process.env, ...env, SVC_ENGINE_PROCESS: "1" };
+    const channel = spawn ? spawn(entry, childEnv) : forkEngine(entry, childEnv, execArgv);
     const engine = new ProcessEngine(channel, log ?? (() => undefined));
     await engine.load(load);
     return engine;

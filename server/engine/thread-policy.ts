@@ -33,6 +33,7 @@
 // (docs/performance.md, section 10). So the count for each decode is also capped at the cores that other
 // processes leave free, measured over the last quarter second from the machine's CPU times less this
 // process's own (`CoreContention`).
+import { readFileSync } from "node:fs";
 import { availableParallelism, cpus } from "node:os";
 import type { LlamaContext } from "node-llama-cpp";
 
@@ -112,12 +113,29 @@ export interface CpuClock {
   ownMs(): number;
 }
 
+/**
+ * In the engine process, the server that started it (its parent) is not an "other process": its HTTP and
+ * encoding work serves the same tokens. Its CPU time counts as ours where the system says it (Linux's /proc).
+ */
+const serverPid = process.env.SVC_ENGINE_PROCESS === "1" ? process.ppid : null;
+
+function processCpuMs(pid: number): number {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) || 0) + (Number(fields[12]) || 0)) * 10;
+  } catch {
+    return 0;
+  }
+}
+
 export const systemCpuClock: CpuClock = {
   now: () => performance.now(),
   machineBusyMs: () => cpus().reduce((sum, c) => sum + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0),
   ownMs: () => {
     const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
+    return (u.user + u.system) / 1000 + (serverPid !== null ? processCpuMs(serverPid) : 0);
   },
 };
 
