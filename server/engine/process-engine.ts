@@ -73,7 +73,7 @@ export interface ProcessEngineOptions extends LlamaEngineOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-type Item = { kind: "events"; events: EngineEvent[] } | { kind: "end" } | { kind: "error"; error: AppError };
+type Item = { kind: "events"; events: EngineEvent[] } | { kind: "end" } | { kind: "error"; error: AppError } | { kind: "aborted" };
 
 /** One generation's items, in order, for its reader. */
 class Inbox {
@@ -175,24 +175,21 @@ export class ProcessEngine implements Engine {
     const id = this.nextId++;
     const inbox = new Inbox();
     this.inboxes.set(id, inbox);
-    const onAbort = () => {
-      this.channel.send({ type: "abort", id });
-      inbox.push({ kind: "end" });
-    };
+    const onAbort = () => inbox.push({ kind: "aborted" });
     signal.addEventListener("abort", onAbort, { once: true });
     this.channel.send({ type: "generate", id, request });
     let taken = 0;
-    let ended = false;
+    let over = false;
     try {
       while (true) {
         const item = await inbox.next();
-        if (signal.aborted) return;
+        if (item.kind === "aborted") return;
         if (item.kind === "end") {
-          ended = true;
+          over = true;
           return;
         }
         if (item.kind === "error") {
-          ended = true;
+          over = true;
           throw item.error;
         }
         for (const event of item.events) {
@@ -208,9 +205,16 @@ export class ProcessEngine implements Engine {
       }
     } finally {
       signal.removeEventListener("abort", onAbort);
+      // Aborted, or a reader that stopped early (return()): the generation ends in the engine process, and
+      // this returns once it has (its sequence is free then, so the scheduler's next ticket finds it free).
+      if (!over && this.death === null) {
+        this.channel.send({ type: "abort", id });
+        while (true) {
+          const item = await inbox.next();
+          if (item.kind === "end" || item.kind === "error") break;
+        }
+      }
       this.inboxes.delete(id);
-      // A reader that stopped early (return()) ends the generation too.
-      if (!ended && !signal.aborted && this.death === null) this.channel.send({ type: "abort", id });
     }
   }
 

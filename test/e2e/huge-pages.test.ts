@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { transparentHugePageMode } from "../../server/engine/huge-pages.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, enginePid, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const linux = process.platform === "linux";
 const MiB = 1024 ** 2;
@@ -30,7 +30,8 @@ async function start(args: string[]) {
   return { server, openai: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key }) };
 }
 
-const proc = (server: SvcServer, file: string) => readFileSync(`/proc/${server.process.pid}/${file}`, "utf8");
+// The weights are in the engine process (the server's child), not the server's own.
+const proc = (server: SvcServer, file: string) => readFileSync(`/proc/${enginePid(server)}/${file}`, "utf8");
 const ask = (openai: OpenAI) =>
   openai.chat.completions
     .create({ model: "svc", messages: [{ role: "user", content: "Count to five." }], reasoning_effort: "none", temperature: 0, max_tokens: 32 })

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { CONSOLE_CHANNEL, type ConsoleResult, type ServerInfo } from "../../server/features/console/contract.js";
 import { LAN_EXPOSURE_SETTING } from "../../server/features/console/console-service.js";
 import { Store } from "../../server/store/store.js";
@@ -29,6 +29,7 @@ const fake = vi.hoisted(() => {
     exitCode: null as number | null,
     errors: [] as string[],
     exited: null as null | ((code: number) => void),
+    utilityForks: [] as string[],
   };
   const exitedPromise = new Promise<number>((resolve) => (state.exited = resolve));
   const on = (event: string, fn: Listener) => {
@@ -126,6 +127,26 @@ const fake = vi.hoisted(() => {
     },
     session: { defaultSession: { setPermissionRequestHandler() {} } },
     shell: { openExternal: async () => undefined },
+    // The engine process: a forked Node process carrying the same messages as Electron's utility process.
+    utilityProcess: {
+      fork(modulePath: string, args: string[], options?: { env?: NodeJS.ProcessEnv }) {
+        state.utilityForks.push(modulePath);
+        const { fork } = process.getBuiltinModule("node:child_process");
+        const child = fork(modulePath, args, { env: options?.env, stdio: ["ignore", "pipe", "pipe", "ipc"] });
+        const utility = {
+          stdout: child.stdout,
+          stderr: child.stderr,
+          postMessage: (message: unknown) => void child.send(message as never),
+          kill: () => child.kill(),
+          on(event: string, fn: Listener) {
+            if (event === "message") child.on("message", fn);
+            else if (event === "exit") child.on("exit", (code) => fn(code ?? 1));
+            return utility;
+          },
+        };
+        return utility;
+      },
+    },
   };
   return { electron, state, exitedPromise };
 });
@@ -151,7 +172,8 @@ describe("the main process (electron stood in for)", () => {
     vi.stubEnv("SVC_DATA_DIR", dataDir);
     vi.stubEnv("SVC_PORT", "0");
     vi.stubEnv("SVC_HOST", "");
-    vi.stubEnv("SVC_MODEL", "");
+    // The model loads in the engine process, which the main process starts through utilityProcess.
+    vi.stubEnv("SVC_MODEL", inject("tinyModelPath"));
     vi.stubEnv("SVC_LOG_LEVEL", "warn");
     const entry = join(import.meta.dirname, "..", "..", "dist", "main", "main.js");
     if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first.`);
@@ -186,6 +208,13 @@ describe("the main process (electron stood in for)", () => {
     expect(info).toMatchObject({ host: "0.0.0.0", lanExposure: true, lanExposed: true, dataDir, portNote: null });
     expect(info.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect((await fetch(`${info.baseUrl}/health`)).status).toBe(200);
+  });
+
+  it("runs the model in an engine process started through utilityProcess", async () => {
+    expect(state.utilityForks).toHaveLength(1);
+    expect(state.utilityForks[0]).toMatch(/dist[\\/]server[\\/]engine[\\/]engine-child\.js$/);
+    const health = (await (await fetch(`${info.baseUrl}/health`)).json()) as { model: { state: string } };
+    expect(health.model.state).toBe("ready");
   });
 
   it("refuses calls from any other page or window", async () => {

@@ -1,6 +1,6 @@
 // Runs the real CLI (`node bin/svc.js`) as users do: a server on a free loopback port, keys from the CLI.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -109,4 +109,23 @@ export async function startSvc(
       });
     },
   };
+}
+
+/**
+ * The pid of a server's engine process (Linux: the child of the server whose command runs engine-child), where
+ * the model's weights and the context live.
+ */
+export function enginePid(server: SvcServer): number {
+  const parent = server.process.pid!;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent && readFileSync(`/proc/${entry}/cmdline`, "utf8").includes("engine-child")) return Number(entry);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  throw new Error(`no engine process under the server ${parent}`);
 }
