@@ -114,8 +114,11 @@ export class ProcessEngine implements Engine {
   static async start(options: ProcessEngineOptions): Promise<ProcessEngine> {
     const { spawn, env, log, ...load } = options;
     const { entry, execArgv } = childEntry();
-    // SVC_ENGINE_PROCESS tells the engine process's thread policy that its parent's CPU time is its own (thread-policy.ts).
-    const childEnv = { ...process.env, ...env, SVC_ENGINE_PROCESS: "1" };
+    // SVC_ENGINE_PROCESS tells the engine process's thread policy that its parent's CPU time is its own; one
+    // libuv pool thread (unless the user set a size) keeps every decode on one thread (thread-policy.ts). Set
+    // before the process starts, it holds everywhere: in the desktop app and on Windows too.
+    const base = { ...process.env, ...env };
+    const childEnv = { ...base, SVC_ENGINE_PROCESS: "1", UV_THREADPOOL_SIZE: (base.UV_THREADPOOL_SIZE ?? "").trim() || "1" };
     const channel = spawn ? spawn(entry, childEnv) : forkEngine(entry, childEnv, execArgv);
     const engine = new ProcessEngine(channel, log ?? (() => undefined));
     await engine.load(load);

@@ -8,11 +8,11 @@
 // with 2 threads on 2 cores: 4 sequences' steps took 10 to 16 ms instead of 6.5, with nothing else
 // running. With one pool thread (or the other three held busy) the same decodes took 6.5 to 7.2 ms, as
 // fast as the same libraries driven from one thread (bench:native-loop). So the `svc` command sets
-// UV_THREADPOOL_SIZE=1 unless the user set it (bin/svc.js, before the pool starts): every decode then runs
-// on the same thread. The desktop app does not yet: its main process is an ES module, and Node's module
-// loader starts the pool before any of its code runs. The cost: other pool work (file reads and writes,
-// password hashing, image decoding) waits for the decode running, a few milliseconds while generating,
-// one prompt batch while a prompt is read. docs/performance.md, section 9, has the measurements.
+// UV_THREADPOOL_SIZE=1 unless the user set it: every decode then runs on the same thread. The engine runs in
+// a process of its own (process-engine.ts), started with that setting in its environment, so it holds in the
+// desktop app and on Windows too (bin/svc.js also sets it for the server process itself). The cost, now
+// only inside the engine process: its other pool work waits for the decode running. docs/performance.md,
+// section 9, has the measurements.
 //
 // Then the threads. Each decode's ggml threads meet at every operation in a barrier that spins, never
 // sleeps; when another thread wants one of the cores (the JavaScript thread handling the token just made,
