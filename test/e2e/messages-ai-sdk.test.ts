@@ -2,10 +2,11 @@
 // API and checks every response against its own zod schemas, so a field shaped unlike Anthropic's (such as
 // `citations: null`) fails the call here.
 import { createAnthropic } from "@ai-sdk/anthropic";
-import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai";
+import { APICallError, generateText, jsonSchema, Output, streamText } from "ai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
 import { validateJsonAgainstSchema } from "../../server/engine/json-schema-grammar.js";
+import { CITY_SCHEMA, forcedWeatherCall } from "../support/ai-sdk-weather.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 let server: SvcServer;
@@ -84,22 +85,9 @@ describe("Vercel AI SDK, Anthropic provider (Messages API)", () => {
 
   it("a forced tool call, its result sent back as a tool_result, then the answer", async () => {
     const calls: unknown[] = [];
-    const cities = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false } as const;
     const result = await generateText({
       model: anthropic(MODEL),
-      prompt: "Weather in Oslo?",
-      tools: {
-        get_weather: tool({
-          description: "Weather for a city",
-          inputSchema: jsonSchema<{ city: string }>(cities),
-          execute: async (input) => {
-            calls.push(input);
-            return { temp: 21, sky: "clear" };
-          },
-        }),
-      },
-      prepareStep: ({ stepNumber }) => (stepNumber === 0 ? { toolChoice: { type: "tool", toolName: "get_weather" } } : { toolChoice: "none" }),
-      stopWhen: stepCountIs(3),
+      ...forcedWeatherCall(calls),
       temperature: 0,
       maxOutputTokens: 200,
       maxRetries: 0,
@@ -109,7 +97,7 @@ describe("Vercel AI SDK, Anthropic provider (Messages API)", () => {
     expect(result.steps[0]!.finishReason).toBe("tool-calls");
     expect(result.steps[0]!.toolCalls.map((c) => c.toolName)).toEqual(["get_weather"]);
     expect(calls).toHaveLength(1);
-    expect(validateJsonAgainstSchema(cities, calls[0])).toEqual({ valid: true });
+    expect(validateJsonAgainstSchema(CITY_SCHEMA, calls[0])).toEqual({ valid: true });
     // The second request carries the call as the server returned it and its result, paired by id.
     const messages = sent.at(-1)!.body.messages as Array<{ role: string; content: Array<Record<string, any>> }>;
     const use = messages[1]!.content.find((b) => b.type === "tool_use")!;

@@ -1,9 +1,10 @@
 // The Vercel AI SDK's OpenAI provider against the real server: `openai(modelId)` speaks the Responses API.
 import { createOpenAI } from "@ai-sdk/openai";
-import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai";
+import { APICallError, generateText, jsonSchema, Output, streamText } from "ai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
 import { validateJsonAgainstSchema } from "../../server/engine/json-schema-grammar.js";
+import { forcedWeatherCall } from "../support/ai-sdk-weather.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 let server: SvcServer;
@@ -80,19 +81,7 @@ describe("Vercel AI SDK, OpenAI provider (Responses API)", () => {
     const calls: unknown[] = [];
     const result = await generateText({
       model: openai("svc"),
-      prompt: "Weather in Oslo?",
-      tools: {
-        get_weather: tool({
-          description: "Weather for a city",
-          inputSchema: jsonSchema<{ city: string }>({ type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }),
-          execute: async (input) => {
-            calls.push(input);
-            return { temp: 21, sky: "clear" };
-          },
-        }),
-      },
-      prepareStep: ({ stepNumber }) => (stepNumber === 0 ? { toolChoice: { type: "tool", toolName: "get_weather" } } : { toolChoice: "none" }),
-      stopWhen: stepCountIs(3),
+      ...forcedWeatherCall(calls),
       temperature: 0,
       maxRetries: 0,
     });
