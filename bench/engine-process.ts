@@ -13,6 +13,13 @@ import type { Engine, EngineRequest } from "../server/engine/types.js";
 import { PEER_CACHE } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
 
+// Like the server (bin/svc.js) and the engine process (process-engine.ts): one libuv pool thread, so that the
+// engine in this process decodes from one thread too and the two differ only by the process boundary.
+if (process.env.UV_THREADPOOL_SIZE !== "1") {
+  console.error("Run with UV_THREADPOOL_SIZE=1 (npm run bench:engine-process does).");
+  process.exit(2);
+}
+
 const { values } = parseArgs({
   options: {
     model: { type: "string" },
