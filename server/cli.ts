@@ -14,7 +14,8 @@ const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR
             [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--agent-runs-limit N]
             [--lan] [--allowed-hosts NAME,...]
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
-            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]`;
+            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]
+            [--warm-start on|off] [--warm-start-max-gb N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -31,7 +32,8 @@ export const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models pull --speech [base | small | ... | hf:user/repo/file.bin | https://URL] [--sha256 HEX] [--data-dir DIR]
   svc models use --speech FILE | svc models remove --speech FILE [--force] [--data-dir DIR]
   svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]`;
-const ENGINE_USAGE = `  svc engine [status] | svc engine build | svc engine remove`;
+const ENGINE_USAGE = `  svc engine [status] | svc engine build | svc engine remove
+  svc engine warm-start [list | clear] [--data-dir DIR]`;
 
 const SERVE_HELP = `Usage:
 ${SERVE_USAGE}
@@ -41,7 +43,7 @@ Without --model it loads the active model (\`svc models use\`) and follows it: a
 it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
-SVC_ENGINE_RESTART_LIMIT, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
+SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
 --mmap: auto reads the model into memory, in huge pages, on Linux with transparent huge pages when it runs
 on the CPU and fits (faster decoding), and maps the file elsewhere; on always maps the file (memory the
 kernel can reclaim), off always reads it in.
@@ -90,6 +92,10 @@ portable like them (a library per CPU family, the right one chosen at load) and 
 server's next start; a GPU backend keeps its prebuilt binaries.
 /health says which runs ("gpu": {"build": "local"} or "prebuilt"). \`svc engine remove\` deletes the
 build: the server goes back to the prebuilt binaries. Reinstalling node_modules (npm ci) removes it too.
+
+\`svc engine warm-start\` lists the prompt prefixes warm start saved (\`svc serve --warm-start on\`: the KV
+cache of long system prompts and tool definitions, restored after a restart); \`svc engine warm-start clear\`
+removes them.
 `;
 
 const USAGE = `svc ${packageVersion()}: a local LLM API server (Chat Completions, Responses, Messages).
@@ -107,7 +113,7 @@ Without --model, \`svc serve\` loads the active model (\`svc models use\`) and f
 switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
-SVC_ENGINE_RESTART_LIMIT, SVC_LAN, SVC_ALLOWED_HOSTS, SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
+SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_LAN, SVC_ALLOWED_HOSTS, SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
 SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Account holders log in to their console at <base URL>/v1/console.
 Default data dir: ${defaultDataDir()}
@@ -145,6 +151,8 @@ async function serve(argv: string[]): Promise<void> {
       "queue-limit": { type: "string" },
       "agent-runs-limit": { type: "string" },
       "engine-restart-limit": { type: "string" },
+      "warm-start": { type: "string" },
+      "warm-start-max-gb": { type: "string" },
       "audit-retention-days": { type: "string" },
       "console-session-minutes": { type: "string" },
       lan: { type: "boolean" },
@@ -371,7 +379,7 @@ export async function main(argv: string[]): Promise<void> {
         return;
       }
       const { runEngineCommand } = await import("./features/engine/engine-cli.js");
-      process.exit(await runEngineCommand(rest));
+      process.exit(await runEngineCommand(rest, defaultDataDir()));
     }
     case "--version":
     case "-v":

@@ -29,6 +29,10 @@ export interface ServeConfig {
   agentRunsLimit?: number;
   /** Engine process deaths within a minute after which it is not started again; undefined: 3. */
   engineRestartLimit?: number;
+  /** Warm start (--warm-start on|off); undefined: the window's setting (off unless turned on there). */
+  warmStart?: boolean;
+  /** Gigabytes warm start's saved prefixes may take together; undefined: 8. */
+  warmStartMaxGb?: number;
   /** Browser origins allowed to call the API besides pages on this machine and the desktop window ("*": all). */
   corsOrigins?: string[];
   /** Audit records older than this many days are removed automatically; undefined: 90. */
@@ -87,6 +91,8 @@ export type Flags = Partial<
     | "queue-limit"
     | "agent-runs-limit"
     | "engine-restart-limit"
+    | "warm-start"
+    | "warm-start-max-gb"
     | "allowed-hosts"
     | "headers-timeout"
     | "request-timeout"
@@ -106,6 +112,14 @@ function intOption(name: string, value: string | undefined, min: number, max: nu
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer from ${min} to ${max} (got '${value}').`);
   return n;
+}
+
+function onOff(name: string, value: string | undefined): boolean | undefined {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "") return undefined;
+  if (["on", "1", "true", "yes"].includes(v)) return true;
+  if (["off", "0", "false", "no"].includes(v)) return false;
+  throw new ConfigError(`--${name} must be on or off (got '${value}').`);
 }
 
 function list(value: string | undefined): string[] {
@@ -144,6 +158,8 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     queueLimit: intOption("queue-limit", pick("queue-limit", "SVC_QUEUE_LIMIT"), 0, 100_000),
     agentRunsLimit: intOption("agent-runs-limit", pick("agent-runs-limit", "SVC_AGENT_RUNS_LIMIT"), 1, 1000),
     engineRestartLimit: intOption("engine-restart-limit", pick("engine-restart-limit", "SVC_ENGINE_RESTART_LIMIT"), 1, 1000),
+    warmStart: onOff("warm-start", pick("warm-start", "SVC_WARM_START")),
+    warmStartMaxGb: intOption("warm-start-max-gb", pick("warm-start-max-gb", "SVC_WARM_START_MAX_GB"), 1, 100_000),
     auditRetentionDays: intOption("audit-retention-days", pick("audit-retention-days", "SVC_AUDIT_RETENTION_DAYS"), 1, 36_500),
     consoleSessionMinutes: intOption("console-session-minutes", pick("console-session-minutes", "SVC_CONSOLE_SESSION_MINUTES"), 1, 24 * 60),
     corsOrigins: list(pick("cors-origins", "SVC_CORS_ORIGINS")).map((o) => o.replace(/\/+$/, "")),

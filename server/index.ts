@@ -6,6 +6,7 @@ import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import type { EngineSpawner } from "./engine/engine-protocol.js";
 import { ProcessEngine } from "./engine/process-engine.js";
+import { WARM_START_SETTING, warmStartDir } from "./engine/warm-start.js";
 import { detectGpu } from "./engine/llama-engine.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
@@ -116,7 +117,10 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const engineHost = new EngineHost({ log, restartLimit: config.engineRestartLimit, loader: (o) => ProcessEngine.start({ ...o, spawn }) });
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
-  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, log };
+  // Warm start: the flag or environment, else the window's setting; off unless turned on (warm-start.ts).
+  const warm = config.warmStart ?? store.settings.get(WARM_START_SETTING)?.value === "on";
+  const warmStart = warm ? { dir: warmStartDir(config.dataDir), maxBytes: (config.warmStartMaxGb ?? 8) * 2 ** 30 } : undefined;
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, log };
   const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
   try {
     if (config.modelPath) await engineHost.load({ ...engineOptions, modelPath: config.modelPath });

@@ -51,7 +51,10 @@ export interface GenerationSetup {
   syntax: PromptSyntax;
   request: EngineRequest;
   promptTokens: Token[];
+  /** Prompt tokens served from a cache (the prefix cache, or a warm start's restore): usage reports them. */
   cachedTokens: number;
+  /** Prompt tokens the sequence holds already (cachedTokens, and any read just before); default cachedTokens. */
+  heldTokens?: number;
   /** Completion tokens allowed: max_tokens, and what the context has room for. */
   maxCompletionTokens: number;
   grammars: CompiledGrammars;
@@ -286,7 +289,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   };
 
   let phase: Phase = { kind: "answer" };
-  let feed: Token[] = setup.promptTokens.slice(setup.cachedTokens);
+  let feed: Token[] = setup.promptTokens.slice(setup.heldTokens ?? setup.cachedTokens);
   const startEvents: EngineEvent[] = [];
   if (thought && reasoningBudget > 0 && fits(thought.openTokens.length)) {
     feed.push(...thought.openTokens);

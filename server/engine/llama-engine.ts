@@ -1,8 +1,9 @@
 // The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
 // most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
+import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { availableParallelism, freemem, totalmem } from "node:os";
-import { basename } from "node:path";
+import { basename, join } from "node:path";
 import {
   getLlama,
   getLlamaGpuTypes,
@@ -13,6 +14,7 @@ import {
   type ChatWrapper,
   type Llama,
   type LlamaContext,
+  type LlamaContextSequence,
   type LlamaGrammar,
   type LlamaModel,
   type LlamaOptions,
@@ -24,6 +26,7 @@ import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
+import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
@@ -47,7 +50,7 @@ import {
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { engineBuildHint, loadEngineBuild } from "./engine-build.js";
+import { engineBuildHint, loadEngineBuild, nodeLlamaCppDirectory } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop } from "./step-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
@@ -70,6 +73,8 @@ export interface LlamaEngineOptions {
   mmap?: WeightsSetting;
   /** How long reading one request's prompt into tokens may take, ms; default TOKENIZE_TIMEOUT_MS. */
   tokenizeTimeoutMs?: number;
+  /** Warm start (warm-start.ts): save long shared prefixes' KV cache here and restore it after a restart. */
+  warmStart?: { dir: string; maxBytes?: number; minTokens?: number };
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
 
@@ -283,6 +288,8 @@ export class LlamaEngine implements Engine {
   private readonly grammarCache = new Map<string, Promise<LlamaGrammar>>();
   private closed = false;
   private readonly steps: StepLoop;
+  /** Warm start, when it is on (set right after construction). */
+  warm: WarmStart | null = null;
 
   private constructor(
     private readonly llama: Llama,
@@ -419,6 +426,7 @@ export class LlamaEngine implements Engine {
         kvCache,
         agentContextSize: agent.contextSize,
         contextNote: agentContextNote(facts),
+        warmStart: options.warmStart ? { dir: options.warmStart.dir, minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS } : null,
         maxTokenChars: longestTokenChars((model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens),
       };
       const gpu = await describeGpu(llama, runtime.skipped);
@@ -439,7 +447,19 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      return new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
+      if (options.warmStart)
+        engine.warm = new WarmStart(
+          {
+            dir: options.warmStart.dir,
+            maxBytes: options.warmStart.maxBytes ?? WARM_START_MAX_BYTES,
+            minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS,
+          },
+          // What a state depends on: the model, the engine's binaries and the KV cache's type.
+          [modelFileIdentity(options.modelPath), `node-llama-cpp ${(JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version}`, gpu.backend, gpu.build ?? "prebuilt", `kv ${kvCache}`].join("|"),
+          options.log,
+        );
+      return engine;
     } catch (err) {
       await model.dispose().catch(() => undefined);
       if (err instanceof AppError) throw err;
@@ -481,6 +501,19 @@ export class LlamaEngine implements Engine {
       : 0;
     if (signal.aborted) return;
     const lease = await this.pool.acquire(promptTokens, request.sessionId);
+    let warmed: { held: number; cached: number };
+    try {
+      // Before the round counts this sequence among those generating (it reads or restores its prefix first).
+      warmed = this.warm ? await this.warmUp(request, promptTokens, lease, budget) : { held: lease.cachedTokens, cached: lease.cachedTokens };
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+    if (signal.aborted) {
+      lease.release();
+      return;
+    }
+    const { held, cached: cachedTokens } = warmed;
     const member = this.round.member();
     try {
       const sequence = lease.sequence;
@@ -490,7 +523,8 @@ export class LlamaEngine implements Engine {
         syntax: this.syntax,
         request,
         promptTokens,
-        cachedTokens: lease.cachedTokens,
+        cachedTokens,
+        heldTokens: held,
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
@@ -505,11 +539,71 @@ export class LlamaEngine implements Engine {
         },
       });
       if (breakpointEnd === 0) yield* generation;
-      else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - lease.cachedTokens));
+      else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - cachedTokens));
     } finally {
       member.leave();
       lease.release();
     }
+  }
+
+  /**
+   * Warm start: a long shared prefix (before the first user message's content) that no sequence holds is
+   * restored from its saved state (counted as cached), or read and saved the first time (not cached: it was
+   * read now). Returns the prompt tokens the sequence holds and those served from a cache. Nothing is saved or
+   * restored when less than minTokens would be (the prefix cache serves).
+   */
+  private async warmUp(
+    request: EngineRequest,
+    promptTokens: Token[],
+    lease: { sequence: LlamaContextSequence; cachedTokens: number },
+    budget: ReturnType<LlamaEngine["tokenizeBudget"]>,
+  ): Promise<{ held: number; cached: number }> {
+    const warm = this.warm!;
+    const cached = lease.cachedTokens;
+    const asIs = { held: cached, cached };
+    if (promptTokens.length <= warm.options.minTokens || cached >= warm.options.minTokens) return asIs;
+    const prefix = await this.sharedPrefixLength(request, promptTokens, budget);
+    if (prefix < warm.options.minTokens || prefix <= cached) return asIs;
+    const tokens = promptTokens.slice(0, prefix);
+    const key = warm.keyFor(tokens);
+    const sequence = lease.sequence;
+    try {
+      const saved = warm.find(key);
+      if (saved) {
+        const restored = await warm.restore(sequence, saved);
+        if (restored === prefix && sequence.compareContextTokens(tokens).firstDifferentIndex === prefix) return { held: prefix, cached: prefix };
+        // Not what the key promised: start the sequence afresh.
+        await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+        return { held: 0, cached: 0 };
+      }
+      await sequence.evaluateWithoutGeneratingNewTokens(promptTokens.slice(cached, prefix));
+      await warm.save(sequence, key, prefix);
+      return { held: prefix, cached };
+    } catch (err) {
+      warm.log?.("warn", `Warm start: ${(err as Error).message}`);
+      // What the sequence holds of the prompt, whatever step failed.
+      const held = Math.min(sequence.compareContextTokens(promptTokens).firstDifferentIndex, promptTokens.length - 1);
+      if (sequence.nextTokenIndex > held) await sequence.eraseContextTokenRanges([{ start: held, end: sequence.nextTokenIndex }]);
+      return { held, cached: Math.min(cached, held) };
+    }
+  }
+
+  /**
+   * How many of the prompt's tokens come before the first user message's content: the prompt rendered with two
+   * different first user messages (and nothing after) agrees with itself up to there. 0 when something other
+   * than system messages comes before it.
+   */
+  private async sharedPrefixLength(request: EngineRequest, promptTokens: Token[], budget: ReturnType<LlamaEngine["tokenizeBudget"]>): Promise<number> {
+    const first = request.messages.findIndex((m) => m.role === "user");
+    if (first < 0 || request.messages.slice(0, first).some((m) => m.role !== "system")) return 0;
+    const variant = (text: string): EngineRequest => ({
+      ...request,
+      messages: [...request.messages.slice(0, first), { role: "user", content: [{ type: "text", text }] }],
+    });
+    const [a, b] = await Promise.all([this.render(variant("\u0001 warm"), budget), this.render(variant("\u0002 start"), budget)]);
+    let n = 0;
+    while (n < a.length && n < b.length && n < promptTokens.length && a[n] === b[n] && a[n] === promptTokens[n]) n++;
+    return n;
   }
 
   async close(): Promise<void> {

@@ -111,6 +111,8 @@ export interface LoadedModelInfo {
   kvCache?: "f16" | "q8_0";
   /** The context a coding agent's first request needs with this model's tokenizer. */
   agentContextSize?: number;
+  /** Warm start (warm-start.ts), when it is on: where the saved prefixes are, and the shortest one saved. */
+  warmStart?: { dir: string; minTokens: number } | null;
   /** Why the context is too short for coding agents and what would help (context-advice.ts); null when it is not. */
   contextNote?: string | null;
   /**

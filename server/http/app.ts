@@ -10,6 +10,7 @@ import { freemem, totalmem } from "node:os";
 import { basename } from "node:path";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { listWarmPrefixes } from "../engine/warm-start.js";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
@@ -167,6 +168,14 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         context_note: status.model?.contextNote ?? null,
         error: status.error,
       },
+      // Warm start (opt-in): which prompt prefixes are saved, to be restored after a restart.
+      warm_start: status.model?.warmStart
+        ? {
+            enabled: true,
+            min_tokens: status.model.warmStart.minTokens,
+            prefixes: listWarmPrefixes(status.model.warmStart.dir).map((p) => ({ tokens: p.tokens, bytes: p.bytes, last_used: Math.floor(p.lastUsed / 1000) })),
+          }
+        : { enabled: false },
       gpu: gpu
         ? {
             backend: gpu.backend,

@@ -8,6 +8,9 @@ import {
   missingBuildTools,
   removeEngineBuilds,
 } from "../../engine/engine-build.js";
+import { clearWarmPrefixes, listWarmPrefixes, warmStartDir } from "../../engine/warm-start.js";
+import { formatBytes } from "../../core/format.js";
+import { parseArgs } from "node:util";
 
 /** Wrong usage: cli.ts prints it with the usage text and exits 2 (it matches on the name). */
 class EngineUsageError extends Error {
@@ -70,8 +73,28 @@ async function remove(): Promise<number> {
   return 0;
 }
 
-export async function runEngineCommand(argv: string[]): Promise<number> {
+/** `svc engine warm-start [list|clear] [--data-dir DIR]`: the prefixes warm start saved (docs/configuration.md). */
+function warmStart(argv: string[], defaultDir: string): number {
+  const { values, positionals } = parseArgs({ args: argv, options: { "data-dir": { type: "string" } }, allowPositionals: true });
+  const dir = warmStartDir(values["data-dir"] ?? defaultDir);
+  const [action = "list", ...extra] = positionals;
+  if (extra.length > 0) throw new EngineUsageError(`Unexpected argument '${extra[0]}' for svc engine warm-start ${action}.`);
+  if (action === "clear") {
+    const count = clearWarmPrefixes(dir);
+    console.log(count === 0 ? "No saved prefix to remove." : `Removed ${count} saved prefix${count === 1 ? "" : "es"} (${dir}).`);
+    return 0;
+  }
+  if (action !== "list") throw new EngineUsageError(`Unknown warm-start command '${action}'. Use list or clear.`);
+  const prefixes = listWarmPrefixes(dir);
+  if (prefixes.length === 0) console.log(`No saved prefix (${dir}).`);
+  for (const p of prefixes)
+    console.log(`${p.tokens} tokens, ${formatBytes(p.bytes)}, last used ${new Date(p.lastUsed).toISOString()}  ${p.key.slice(0, 16)}`);
+  return 0;
+}
+
+export async function runEngineCommand(argv: string[], dataDir: string): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "warm-start") return warmStart(rest, dataDir);
   if (rest.length > 0) throw new EngineUsageError(`Unexpected argument '${rest[0]}' for svc engine ${command}.`);
   switch (command) {
     case undefined:
@@ -82,6 +105,6 @@ export async function runEngineCommand(argv: string[]): Promise<number> {
     case "remove":
       return remove();
     default:
-      throw new EngineUsageError(`Unknown engine command '${command}'. Use status, build or remove.`);
+      throw new EngineUsageError(`Unknown engine command '${command}'. Use status, build, remove or warm-start.`);
   }
 }
