@@ -7,7 +7,7 @@
 // the speech model is) or as Electron's utilityProcess: the channel is the IPC of whichever it is.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { CREDIT, serializeError, type FromEngine, type ToEngine } from "./engine-protocol.js";
-import { LlamaEngine } from "./llama-engine.js";
+import { currentGpu, LlamaEngine } from "./llama-engine.js";
 import type { EngineEvent } from "./types.js";
 
 interface ParentPort {
@@ -174,6 +174,12 @@ onMessage((message) => {
       engine.countPromptTokens(message.request).then(
         (tokens) => send({ type: "count_result", id: message.id, tokens }),
         (err: unknown) => send({ type: "failed", id: message.id, error: serializeError(err) }),
+      );
+      return;
+    case "gpu":
+      currentGpu().then(
+        (gpu) => send({ type: "gpu_result", id: message.id, gpu }),
+        () => send({ type: "gpu_result", id: message.id, gpu: null }),
       );
       return;
     case "close":

@@ -232,7 +232,9 @@ export class EngineHost {
 
   /** What the runtime runs on, with free memory as of now; null until a runtime has been loaded. */
   async gpuNow(): Promise<GpuInfo | null> {
-    const fresh = await currentGpu().catch(() => null);
+    // The engine process has the runtime; this process has one only if it detected the GPU before any model.
+    const engine = this.current?.inner;
+    const fresh = await (engine?.gpuNow ? engine.gpuNow() : currentGpu()).catch(() => null);
     return fresh ?? this.status().gpu;
   }
 

@@ -7,7 +7,7 @@
 // stalled reader stalls its generation (as a pulled generator did) instead of filling the server's memory.
 import { AppError, type AppErrorKind } from "../core/errors.js";
 import type { LlamaEngineOptions } from "./llama-engine.js";
-import type { EngineEvent, EngineRequest, EngineStatus } from "./types.js";
+import type { EngineEvent, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
 
 /** Events a generation may send ahead of what its reader has taken. */
 export const CREDIT = 64;
@@ -22,6 +22,8 @@ export type ToEngine =
   | { type: "credit"; id: number; events: number }
   | { type: "abort"; id: number }
   | { type: "count"; id: number; request: EngineRequest }
+  /** What the GPU has free now (the loaded status holds the figures from the load). */
+  | { type: "gpu"; id: number }
   | { type: "close" };
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -35,6 +37,7 @@ export type FromEngine =
   | { type: "end"; id: number }
   | { type: "failed"; id: number; error: SerializedError }
   | { type: "count_result"; id: number; tokens: number }
+  | { type: "gpu_result"; id: number; gpu: GpuInfo | null }
   | { type: "log"; level: LogLevel; message: string }
   | { type: "closed" };
 

@@ -590,15 +590,16 @@ export class LlamaEngine implements Engine {
 
   /**
    * How many of the prompt's tokens come before the first user message's content: the prompt rendered with two
-   * different first user messages (and nothing after) agrees with itself up to there. 0 when something other
-   * than system messages comes before it.
+   * other first user messages agrees with itself up to there. (The whole conversation is rendered: system
+   * messages after the first user message may join the system prompt, before it.) 0 when something other than
+   * system messages comes before it.
    */
   private async sharedPrefixLength(request: EngineRequest, promptTokens: Token[], budget: ReturnType<LlamaEngine["tokenizeBudget"]>): Promise<number> {
     const first = request.messages.findIndex((m) => m.role === "user");
     if (first < 0 || request.messages.slice(0, first).some((m) => m.role !== "system")) return 0;
     const variant = (text: string): EngineRequest => ({
       ...request,
-      messages: [...request.messages.slice(0, first), { role: "user", content: [{ type: "text", text }] }],
+      messages: request.messages.map((m, i): EngineRequest["messages"][number] => (i === first ? { role: "user", content: [{ type: "text", text }] } : m)),
     });
     const [a, b] = await Promise.all([this.render(variant("\u0001 warm"), budget), this.render(variant("\u0002 start"), budget)]);
     let n = 0;

@@ -16,7 +16,7 @@ import {
   type LogLevel,
 } from "./engine-protocol.js";
 import type { LlamaEngineOptions } from "./llama-engine.js";
-import type { Engine, EngineEvent, EngineRequest, EngineStatus } from "./types.js";
+import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
 
 /** Seconds a client is told to wait after the engine process died under its request. */
 const RESTART_RETRY_AFTER = 5;
@@ -96,6 +96,7 @@ export class ProcessEngine implements Engine {
   private readonly inboxes = new Map<number, Inbox>();
   private readonly counts = new Map<number, { resolve: (tokens: number) => void; reject: (err: AppError) => void }>();
   private readonly failureListeners = new Set<(reason: string) => void>();
+  private readonly gpuQueries = new Map<number, (gpu: GpuInfo | null) => void>();
   private readonly stderrTail: string[] = [];
   private nextId = 1;
   private engineStatus: EngineStatus;
@@ -221,6 +222,15 @@ export class ProcessEngine implements Engine {
     }
   }
 
+  async gpuNow(): Promise<GpuInfo | null> {
+    if (this.death !== null || this.closing) return null;
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.gpuQueries.set(id, resolve);
+      this.channel.send({ type: "gpu", id });
+    });
+  }
+
   async countPromptTokens(request: EngineRequest): Promise<number> {
     this.checkAlive();
     const id = this.nextId++;
@@ -272,6 +282,12 @@ export class ProcessEngine implements Engine {
         count?.resolve(message.tokens);
         return;
       }
+      case "gpu_result": {
+        const query = this.gpuQueries.get(message.id);
+        this.gpuQueries.delete(message.id);
+        query?.(message.gpu);
+        return;
+      }
       case "log":
         this.log(message.level, message.message);
         return;
@@ -297,6 +313,8 @@ export class ProcessEngine implements Engine {
     for (const inbox of this.inboxes.values()) inbox.push({ kind: "error", error: this.death });
     for (const count of this.counts.values()) count.reject(this.death);
     this.counts.clear();
+    for (const query of this.gpuQueries.values()) query(null);
+    this.gpuQueries.clear();
     for (const listener of this.failureListeners) listener(how);
   }
 

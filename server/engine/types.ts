@@ -148,4 +148,6 @@ export interface Engine {
    * when they do, with how; their running generations have failed by then. Returns an unsubscribe.
    */
   onFailure?(listener: (reason: string) => void): () => void;
+  /** The GPU with its free memory as of now (engines in another process ask it there). */
+  gpuNow?(): Promise<GpuInfo | null>;
 }
