@@ -1,6 +1,7 @@
 // What the desktop window's console does, over the running server's own services. The Electron main process
 // answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
 // path. Nothing here is reachable over HTTP.
+import { mkdirSync, watch, type FSWatcher } from "node:fs";
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
@@ -135,6 +136,7 @@ export class ConsoleService implements ConsoleApi {
   private readonly feed: WindowFeed;
   /** What the feed last read of the window account's files and batches (for the work still under way). */
   private seen: { files: FileOut[]; batches: MessageBatch[] } = { files: [], batches: [] };
+  private folderWatch: FSWatcher | null = null;
 
   constructor(private readonly options: ConsoleServiceOptions) {
     this.feed = new WindowFeed(
@@ -177,6 +179,14 @@ export class ConsoleService implements ConsoleApi {
     });
     options.server.engineHost.onChange(() => this.feed.touch("status", "models", "firstRun"));
     options.logs.onLine(() => this.feed.touch("logSeq"));
+    // A model file put into (or taken out of) the folder by hand, or by the command line, shows at once.
+    try {
+      mkdirSync(options.server.models.directory, { recursive: true });
+      this.folderWatch = watch(options.server.models.directory, { persistent: false }, () => this.feed.touch("models", "firstRun"));
+      this.folderWatch.on("error", () => this.folderWatch?.close());
+    } catch {
+      // No watching here: the folder's changes show with the next load, use or download.
+    }
   }
 
   async watch(version: number): Promise<WindowUpdate> {
@@ -186,6 +196,7 @@ export class ConsoleService implements ConsoleApi {
   /** Ends the event stream (waiting watches return at once). */
   close(): void {
     this.feed.close();
+    this.folderWatch?.close();
   }
 
   /** The account the window's key belongs to (the default account). */
