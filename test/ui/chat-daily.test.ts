@@ -107,8 +107,13 @@ describe.skipIf(skip !== null)("the chat as a daily tool", () => {
       await page().getByTestId("chat-settings").click();
       ui.proxy.delayMs = 120;
       try {
-        // Thinking first makes enough tokens that the answer is surely still being written when they are read.
+        // Thinking first makes enough tokens that the answer is surely still being written when they are read;
+        // greedy sampling makes the random test model's answer the same each run (and long).
         await page().getByTestId("chat-effort").selectOption("low");
+        await page().route("**/v1/chat/completions", async (route) => {
+          if (route.request().method() !== "POST") return route.continue();
+          await route.continue({ postData: JSON.stringify({ ...JSON.parse(route.request().postData() ?? "{}"), temperature: 0 }) });
+        });
         await page().getByTestId("chat-input").fill("Write a long story.");
         await page().getByTestId("chat-send").click();
         // Read without waiting: the live figures are there only while the answer is being written.
@@ -151,6 +156,7 @@ describe.skipIf(skip !== null)("the chat as a daily tool", () => {
         expect(continued.startsWith(words(stoppedText).slice(0, 12))).toBe(true);
       } finally {
         ui.proxy.delayMs = 0;
+        await page().unroute("**/v1/chat/completions");
         await page().getByTestId("chat-settings").click();
         await page().getByTestId("settings-max-tokens").fill("");
         await page().getByTestId("chat-settings").click();

@@ -138,7 +138,8 @@ describe.skipIf(skip !== null)("the pages as daily tools", () => {
           });
           expect(fit.right, `${name}: the table's right edge`).toBeLessThanOrEqual(fit.cardRight + 0.5);
           expect(fit.pageScrolls, `${name}: the page scrolls sideways`).toBe(false);
-          await ui.screenshot(`pages-${name}-800-${theme}`);
+          await page.getByTestId(table).scrollIntoViewIfNeeded();
+          await page.screenshot({ path: `${ui.screenshotsDir}/pages-${name}-800-${theme}.png` });
         }
         expect(await ui.axe()).toEqual([]);
         } finally {

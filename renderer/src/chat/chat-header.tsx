@@ -9,7 +9,9 @@ function fileName(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
 }
 
-export function ModelPicker({ models, status, disabled, onPick }: { models: ModelsView | null; status: StatusView | null; disabled: boolean; onPick: (file: string) => void }) {
+type ModelStatus = Pick<StatusView, "model"> | null;
+
+export function ModelPicker({ models, status, disabled, onPick }: { models: ModelsView | null; status: ModelStatus; disabled: boolean; onPick: (file: string) => void }) {
   const usable = models?.models.filter((m) => !m.error) ?? [];
   const loaded = usable.find((m) => m.loaded)?.file ?? (models?.loaded ? models.loaded : null);
   const elsewhere = loaded !== null && !usable.some((m) => m.file === loaded);
@@ -58,7 +60,7 @@ export function ChatHeader({
   effort: Effort;
   canExport: boolean;
   models: ModelsView | null;
-  status: StatusView | null;
+  status: ModelStatus;
   toggleRef: React.RefObject<HTMLButtonElement | null>;
   onToggleList: () => void;
   onEffort: (effort: Effort) => void;

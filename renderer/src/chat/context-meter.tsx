@@ -21,13 +21,14 @@ export function ContextMeter({
   onOpenModels: () => void;
 }) {
   const { tokens, contextSize, fileAlone, figure } = fill;
-  const percent = Math.min(100, Math.round((tokens / contextSize) * 100));
+  const share = tokens / contextSize;
+  const amount = fill.fill === "over" && share >= 1.5 ? ` (${share.toFixed(share >= 10 ? 0 : 1)} times the context)` : ` (${Math.round(share * 100)}%)`;
   return (
     <div className={`context-meter ${fill.fill}`} data-testid="context-meter" data-fill={fill.fill}>
       <div className="meter-row">
         <meter min={0} max={contextSize} low={contextSize * 0.85} high={contextSize * 0.99} optimum={0} value={Math.min(tokens, contextSize)} aria-label="Context used" />
         <span className="small" data-testid="context-figures">
-          ≈ {formatTokens(tokens)} of {formatTokens(contextSize)} tokens{fill.fill !== "ok" ? ` (${percent}%)` : ""}
+          ≈ {formatTokens(tokens)} of {formatTokens(contextSize)} tokens{fill.fill !== "ok" ? amount : ""}
         </span>
       </div>
       {fill.fill !== "ok" && (

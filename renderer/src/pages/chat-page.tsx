@@ -23,6 +23,7 @@ import { useChatStream } from "../chat/use-chat-stream";
 import { useEscape, useModelContext } from "../chat/use-model-context";
 import { consoleApi } from "../console-client";
 import { defaultEffort, useSettings, type Effort } from "../settings";
+import { sameJson } from "../state/store";
 import { applyToWindow, useWindow } from "../state/window-state";
 import { useDropTarget } from "../use-drop-target";
 
@@ -33,7 +34,8 @@ export type ChatGo = (page: "models" | "keys", section?: "settings") => void;
 export function ChatPage({ visible, newChatRequest, onGo }: { visible: boolean; newChatRequest: number; onGo: ChatGo }) {
   const [settings, setSettings] = useSettings();
   const info = useWindow((s) => s.info);
-  const status = useWindow((s) => s.status);
+  // The parts the chat shows (the status also carries counters and free memory, which change all the time).
+  const status = useWindow((s) => (s.status ? { model: s.status.model, gpu: s.status.gpu } : null), sameJson);
   const models = useWindow((s) => s.models);
   const stream = useChatStream();
   const agentRun = useAgentRun(info?.openaiBaseUrl ?? null);

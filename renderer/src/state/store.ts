@@ -48,3 +48,8 @@ export function useStore<T, S>(store: Store<T>, select: (state: T) => S, equal: 
 export function sameItems<A>(a: readonly A[], b: readonly A[]): boolean {
   return a.length === b.length && a.every((item, i) => Object.is(item, b[i]));
 }
+
+/** Equal when both serialise alike (for selectors that pick part of a topic read afresh each time). */
+export function sameJson<A>(a: A, b: A): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
