@@ -1,7 +1,7 @@
 // The audit of the window's own account: a chart of requests and tokens per day, figures for the period, and
 // a table of recent requests with filters; a record can be erased. It calls /v1/audit over HTTP with the
 // window's key, in this machine's time zone. No content is ever in the audit: only who, what and how it went.
-import { useCallback, useEffect, useState } from "react";
+import { Fragment, useCallback, useEffect, useState } from "react";
 import type { KeyView } from "../../../server/features/console/contract";
 import type { AuditDay, AuditRecord, AuditStats } from "../../../server/features/console/wire";
 import { daysBetween, eraseAuditRecord, fetchAudit, fetchAuditStats, localDay, LOCAL_TIMEZONE } from "../audit-api";
@@ -37,6 +37,11 @@ function query(filters: Filters, extra: Record<string, string> = {}): URLSearchP
   if (filters.keyId) q.set("key_id", filters.keyId);
   if (filters.sessionId.trim()) q.set("session_id", filters.sessionId.trim());
   return q;
+}
+
+/** A path that may wrap at its slashes (never inside a word) in a narrow column. */
+function pathWithBreaks(path: string) {
+  return path.split("/").map((part, i) => (i === 0 ? part : <Fragment key={i}><wbr />/{part}</Fragment>));
 }
 
 const int = (n: number | null | undefined) => (n === null || n === undefined ? "–" : n.toLocaleString());
@@ -274,8 +279,8 @@ export function AuditPage() {
               header: "Request",
               cell: (r) => (
                 <>
-                  <code className="wrap">
-                    {r.method} {r.path}
+                  <code className="wrap-at-slash">
+                    {r.method} {pathWithBreaks(r.path)}
                   </code>
                   <div className="muted small">
                     {r.surface}
