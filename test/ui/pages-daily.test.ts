@@ -227,6 +227,11 @@ describe.skipIf(skip !== null)("the pages as daily tools", () => {
       await row.getByTestId("files-delete-confirm").click();
       await expect.poll(() => row.count()).toBe(0);
       expect(ui.server.store.db.prepare("SELECT id FROM files WHERE filename = 'shared-notes.txt'").get()).toBeUndefined();
+      // The chat that sent it shows it as gone at once (and no longer sends it), as the question said.
+      await ui.page.getByTestId("nav-chat").click();
+      const chip = ui.page.getByTestId("turn-user").filter({ hasText: "Where do the herons nest?" }).getByTestId("attachment-chip");
+      await expect.poll(() => chip.getAttribute("data-state")).toBe("gone");
+      await ui.screenshot("pages-files-deleted-in-chat");
     });
   });
 });

@@ -3,8 +3,26 @@
 // and deleting. Chats are kept by the window in its own storage (chat-store.ts); the server keeps nothing.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useSettings } from "../settings";
+import { useWindow, windowStore } from "../state/window-state";
 import { deleteAllChats, deleteChat, listChats, saveChat, titleFor, type SavedChat } from "./chat-store";
 import type { Turn } from "./types";
+
+/** The turns with these files marked gone (shown as such, never sent again). */
+function withGone(turns: Turn[], gone: ReadonlySet<string>): Turn[] {
+  if (gone.size === 0) return turns;
+  let changed = false;
+  const next = turns.map((t) => {
+    if (!t.attachments.some((a) => gone.has(a.fileId) && !a.gone)) return t;
+    changed = true;
+    return { ...t, attachments: t.attachments.map((a) => (gone.has(a.fileId) ? { ...a, gone: true } : a)) };
+  });
+  return changed ? next : turns;
+}
+
+/** Files a chat sent that the window account no longer has (its file list is whole: at most 100 are kept). */
+function missingFrom(turns: Turn[], present: ReadonlySet<string>): Set<string> {
+  return new Set(turns.flatMap((t) => t.attachments.filter((a) => a.fileId && !a.gone && !present.has(a.fileId)).map((a) => a.fileId)));
+}
 
 /** Chats saved before attachments went through the Files API hold no file id (and may hold the bytes): never sent. */
 function openedTurn(t: Turn): Turn {
@@ -37,7 +55,10 @@ export function useChatSession(busy: boolean) {
     (chat: SavedChat) => {
       setChatId(chat.id);
       meta.current = { createdAt: chat.createdAt, title: chat.title };
-      setTurns(chat.turns.map(openedTurn));
+      const turns = chat.turns.map(openedTurn);
+      // A file deleted or expired since the chat was saved shows as gone at once (not at the next send).
+      const files = windowStore.get().files;
+      setTurns(files ? withGone(turns, missingFrom(turns, new Set(files.map((f) => f.id)))) : turns);
       setSystemPrompt(chat.systemPrompt ?? settings.systemPrompt);
       setSettings({ lastChatId: chat.id });
     },
@@ -56,6 +77,18 @@ export function useChatSession(busy: boolean) {
     // Once, at start.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
+
+  // A file of this chat deleted meanwhile (Files page, another client, expiry) shows as gone at once: the
+  // pushed list of the window account's files lost it.
+  const fileIds = useWindow((state) => (state.files ? state.files.map((f) => f.id).join(" ") : null));
+  const seenIds = useRef(new Set<string>());
+  useEffect(() => {
+    if (fileIds === null) return;
+    const present = new Set(fileIds ? fileIds.split(" ") : []);
+    const vanished = new Set([...seenIds.current].filter((id) => !present.has(id)));
+    seenIds.current = present;
+    setTurns((all) => withGone(all, vanished));
+  }, [fileIds]);
 
   // Saved when an answer ends (not on every token), and after edits.
   useEffect(() => {
