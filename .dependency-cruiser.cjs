@@ -40,18 +40,25 @@ module.exports = {
     },
     {
       name: "renderer-only-ipc-contract",
-      comment: "The window imports only types from the IPC contract (and the shared size format); it talks to the API over HTTP like any client.",
+      comment: "The window imports only types from the IPC contract and the wire types (and the shared size format); it talks to the API over HTTP like any client.",
       severity: "error",
       from: { path: "^renderer/" },
       // server/core/format.ts is the one size format the CLI and the window share: pure, importing nothing.
-      to: { path: "^(server|main)/", pathNot: "^server/(features/console/contract|core/format)\\.ts$" },
+      to: { path: "^(server|main)/", pathNot: "^server/(features/console/(contract|wire)|core/format)\\.ts$" },
     },
     {
       name: "renderer-contract-types-only",
-      comment: "The contract reaches the renderer as types only (no server code in the bundle).",
+      comment: "The contract and the wire types reach the renderer as types only (no server code in the bundle).",
       severity: "error",
       from: { path: "^renderer/" },
-      to: { path: "^server/features/console/contract\\.ts$", dependencyTypesNot: ["type-only"] },
+      to: { path: "^server/features/console/(contract|wire)\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "wire-types-import-nothing",
+      comment: "The wire types are the renderer's view of the API's JSON: a module of types that imports nothing.",
+      severity: "error",
+      from: { path: "^server/features/console/wire\\.ts$" },
+      to: { path: "^(server|main|renderer)/|node_modules/" },
     },
     {
       name: "server-never-imports-main-or-renderer",

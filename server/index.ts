@@ -123,13 +123,13 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, log };
   const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
   try {
-    if (config.modelPath) await engineHost.load({ ...engineOptions, modelPath: config.modelPath });
+    if (config.modelPath) await engineHost.load(models.loadOptions(config.modelPath));
     else {
       const active = models.active();
       if (active)
         // The active model is a setting the user can fix while the server runs, so a failure here is not fatal:
         // the server starts, /health says why there is no model, and `svc models use` loads another.
-        await engineHost.load({ ...engineOptions, modelPath: active.path }).catch((err: unknown) => {
+        await engineHost.load(models.loadOptions(active.path)).catch((err: unknown) => {
           log("error", `Could not load the active model ${active.file}: ${(err as Error).message}`);
         });
       else {

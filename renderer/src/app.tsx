@@ -1,9 +1,9 @@
-// The window: a sidebar of pages, a theme switch and a status line. Each page talks to the API over HTTP or to
-// the main process through the console bridge.
+// The window: a sidebar of pages, a theme switch and a status line. What it shows of the server comes pushed
+// from the main process into one store (state/window-state.ts); pages subscribe to their part of it and talk
+// to the API over HTTP (or to the main process through the console bridge) only when the user acts.
 import { useCallback, useEffect, useState } from "react";
-import type { DownloadView, FirstRunView, ServerInfo, StatusView } from "../../server/features/console/contract";
-import { consoleApi, isDownloadRunning } from "./console-client";
 import { Moon, Sun, SunMoon } from "./icons";
+import { modelStateLabel } from "./labels";
 import { AuditPage } from "./pages/audit-page";
 import { BatchesPage } from "./pages/batches-page";
 import { ChatPage } from "./pages/chat-page";
@@ -12,8 +12,7 @@ import { KeysPage } from "./pages/keys-page";
 import { ModelsPage, type ModelsSection } from "./pages/models-page";
 import { ServerPage } from "./pages/server-page";
 import { applyTheme, useSettings, type Theme } from "./settings";
-import { modelStateLabel } from "./labels";
-import { usePoll } from "./use-poll";
+import { useWindow } from "./state/window-state";
 
 const PAGES = [
   { id: "chat", label: "Chat" },
@@ -26,8 +25,6 @@ const PAGES = [
 ] as const;
 type PageId = (typeof PAGES)[number]["id"];
 
-/** Pages whose APIs are still to come: what each will do, and what it waits for. */
-
 const THEMES: Array<{ value: Theme; label: string }> = [
   { value: "system", label: "System" },
   { value: "light", label: "Light" },
@@ -39,45 +36,38 @@ function pageFromHash(): PageId {
   return PAGES.some((p) => p.id === id) ? (id as PageId) : "chat";
 }
 
-/** A section of the page to open at (#/models/speech). */
+/** A section of the page to open at (#/models/speech, #/models/settings). */
 function sectionFromHash(): ModelsSection | null {
-  return window.location.hash.replace(/^#\/?/, "").split("/")[1] === "speech" ? "speech" : null;
+  const section = window.location.hash.replace(/^#\/?/, "").split("/")[1];
+  return section === "speech" || section === "settings" ? section : null;
+}
+
+function StatusLine() {
+  const model = useWindow((s) => s.status?.model ?? null);
+  const address = useWindow((s) => s.info?.baseUrl.replace(/^https?:\/\//, "") ?? null);
+  return (
+    <div className="status" data-testid="status-line" role="status">
+      <span className="status-model">
+        <span className={`dot ${model?.state === "ready" ? "ok" : model?.state === "loading" ? "busy" : "off"}`} aria-hidden />
+        {model?.state === "ready" ? (model.name ?? model.file) : model ? modelStateLabel(model.state) : "Starting…"}
+      </span>
+      {address && (
+        <span className="muted small status-address" data-testid="status-address" title={address}>
+          {address}
+        </span>
+      )}
+    </div>
+  );
 }
 
 export function App() {
   const [page, setPage] = useState<PageId>(pageFromHash);
   const [section, setSection] = useState<ModelsSection | null>(sectionFromHash);
-  const [info, setInfo] = useState<ServerInfo | null>(null);
-  const [status, setStatus] = useState<StatusView | null>(null);
-  const [bridgeError, setBridgeError] = useState<string | null>(null);
-  const [offer, setOffer] = useState<FirstRunView | null>(null);
-  const [downloads, setDownloads] = useState<DownloadView[]>([]);
   const [newChatRequest, setNewChatRequest] = useState(0);
   const [settings, setSettings] = useSettings();
+  const bridgeError = useWindow((s) => s.bridgeError);
 
   useEffect(() => applyTheme(settings.theme), [settings.theme]);
-
-  const poll = useCallback(async () => {
-    try {
-      const [i, s, all] = await Promise.all([consoleApi.serverInfo(), consoleApi.status(), consoleApi.downloads()]);
-      // The chat and the first-run offer follow the language model's downloads, not a speech model's.
-      const d = all.filter((x) => x.kind !== "speech");
-      setInfo(i);
-      setStatus(s);
-      setDownloads(d);
-      // Only while no model is loaded: offer one on a first run, unless a download is already under way.
-      if (s.model.state !== "ready" && s.model.state !== "loading") {
-        const first = await consoleApi.firstRun();
-        setOffer(first.needsModel && !d.some(isDownloadRunning) ? first : null);
-      } else setOffer(null);
-      setBridgeError(null);
-    } catch (err) {
-      setBridgeError((err as Error).message);
-    }
-  }, []);
-  // Faster while a model downloads or loads, so the chat says "ready" as soon as it is.
-  const settling = downloads.some(isDownloadRunning) || status?.model.state === "loading";
-  usePoll(poll, settling ? 800 : 3000);
 
   const go = useCallback((id: PageId, at: ModelsSection | null = null) => {
     setPage(id);
@@ -98,7 +88,6 @@ export function App() {
     return () => window.removeEventListener("keydown", onKey);
   }, [go]);
 
-  const model = status?.model;
   const ThemeIcon = settings.theme === "dark" ? Moon : settings.theme === "light" ? Sun : SunMoon;
   return (
     <div className="app">
@@ -127,11 +116,7 @@ export function App() {
               ))}
             </select>
           </label>
-          <div className="status" data-testid="status-line" role="status">
-            <span className={`dot ${model?.state === "ready" ? "ok" : model?.state === "loading" ? "busy" : "off"}`} aria-hidden />
-            {model?.state === "ready" ? (model.name ?? model.file) : model ? modelStateLabel(model.state) : "Starting…"}
-            {info && <div className="muted small">{info.baseUrl.replace(/^https?:\/\//, "")}</div>}
-          </div>
+          <StatusLine />
         </div>
       </nav>
       <main className="content">
@@ -142,23 +127,14 @@ export function App() {
         )}
         {/* Chat stays mounted so a conversation survives a look at another page. */}
         <div className="chat-host" hidden={page !== "chat"}>
-          <ChatPage
-            info={info}
-            status={status}
-            offer={offer}
-            downloads={downloads}
-            visible={page === "chat"}
-            newChatRequest={newChatRequest}
-            onGo={go}
-            onRefresh={() => void poll()}
-          />
+          <ChatPage visible={page === "chat"} newChatRequest={newChatRequest} onGo={(id, at) => go(id, at ?? null)} />
         </div>
-        {page === "batches" && <BatchesPage info={info} />}
-        {page === "files" && <FilesPage info={info} onGo={go} />}
+        {page === "batches" && <BatchesPage />}
+        {page === "files" && <FilesPage onGo={go} />}
         {page === "keys" && <KeysPage />}
-        {page === "audit" && <AuditPage info={info} />}
+        {page === "audit" && <AuditPage />}
         {page === "models" && <ModelsPage section={section} />}
-        {page === "server" && <ServerPage info={info} status={status} onInfo={setInfo} />}
+        {page === "server" && <ServerPage />}
       </main>
     </div>
   );

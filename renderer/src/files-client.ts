@@ -1,42 +1,10 @@
 // The Files API as the window uses it: uploads with progress (XMLHttpRequest reports upload progress, fetch
-// does not), list and delete. Errors carry the server's own message, to show on the spot.
+// does not), one file's object, delete. The list itself comes pushed (state/window-state.ts). Errors carry the
+// server's own message, to show on the spot.
+import type { FileOut } from "../../server/features/console/wire";
+import { apiErrorOf, apiJson, withWindowKey } from "./api/http";
 
-export interface FileOut {
-  id: string;
-  object: "file";
-  filename: string;
-  purpose: string;
-  mime_type: string;
-  size: number;
-  status: "uploaded" | "processed" | "error";
-  status_details: string | null;
-  content_kind: string;
-  token_estimate: number;
-  created_at: number;
-  expires_at: number;
-}
-
-export class FileApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly code: string | null,
-  ) {
-    super(message);
-  }
-}
-
-function errorOf(status: number, body: string): FileApiError {
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: string; code?: string } };
-    if (parsed.error?.message) return new FileApiError(parsed.error.message, status, parsed.error.code ?? null);
-  } catch {
-    // not JSON
-  }
-  return new FileApiError(status === 0 ? "The server could not be reached." : `The server answered ${status}.`, status, null);
-}
-
-export function uploadFile(baseUrl: string, apiKey: string, file: File, onProgress: (fraction: number) => void): Promise<FileOut> {
+function upload(baseUrl: string, apiKey: string, file: File, onProgress: (fraction: number) => void): Promise<FileOut> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", `${baseUrl}/files`);
@@ -46,9 +14,9 @@ export function uploadFile(baseUrl: string, apiKey: string, file: File, onProgre
     };
     xhr.onload = () => {
       if (xhr.status === 200) resolve(JSON.parse(xhr.responseText) as FileOut);
-      else reject(errorOf(xhr.status, xhr.responseText));
+      else reject(apiErrorOf(xhr.status, xhr.responseText, xhr.getResponseHeader("x-request-id")));
     };
-    xhr.onerror = () => reject(errorOf(0, ""));
+    xhr.onerror = () => reject(apiErrorOf(0, ""));
     const form = new FormData();
     form.append("purpose", "user_data");
     form.append("file", file, file.name);
@@ -56,23 +24,17 @@ export function uploadFile(baseUrl: string, apiKey: string, file: File, onProgre
   });
 }
 
-async function call<T>(baseUrl: string, apiKey: string, path: string, method = "GET"): Promise<T> {
-  const res = await fetch(`${baseUrl}${path}`, { method, headers: { Authorization: `Bearer ${apiKey}` } });
-  const body = await res.text();
-  if (!res.ok) throw errorOf(res.status, body);
-  return JSON.parse(body) as T;
+/** `baseUrl`: the OpenAI base URL (…/v1). */
+export function uploadFile(baseUrl: string, file: File, onProgress: (fraction: number) => void): Promise<FileOut> {
+  return withWindowKey((key) => upload(baseUrl, key, file, onProgress));
 }
 
-export async function listFiles(baseUrl: string, apiKey: string): Promise<FileOut[]> {
-  return (await call<{ data: FileOut[] }>(baseUrl, apiKey, "/files?limit=100")).data;
+export function getFile(baseUrl: string, id: string): Promise<FileOut> {
+  return apiJson<FileOut>(`${baseUrl}/files/${encodeURIComponent(id)}`);
 }
 
-export function getFile(baseUrl: string, apiKey: string, id: string): Promise<FileOut> {
-  return call<FileOut>(baseUrl, apiKey, `/files/${encodeURIComponent(id)}`);
-}
-
-export function deleteFile(baseUrl: string, apiKey: string, id: string): Promise<unknown> {
-  return call(baseUrl, apiKey, `/files/${encodeURIComponent(id)}`, "DELETE");
+export function deleteFile(baseUrl: string, id: string): Promise<unknown> {
+  return apiJson(`${baseUrl}/files/${encodeURIComponent(id)}`, { method: "DELETE" });
 }
 
 /** "in 30 days", "in 5 hours", "expired" */

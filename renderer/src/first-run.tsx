@@ -6,7 +6,7 @@ import { consoleApi } from "./console-client";
 import { formatBytes } from "./format";
 import { Download } from "./icons";
 
-export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunView; onStarted: () => void; onChoose: () => void }) {
+export function FirstRunPanel({ offer, onChoose }: { offer: FirstRunView; onChoose: () => void }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const { recommended } = offer;
@@ -25,7 +25,8 @@ export function FirstRunPanel({ offer, onStarted, onChoose }: { offer: FirstRunV
           onClick={() => {
             setBusy(true);
             setError(null);
-            consoleApi.startDownload({ source: recommended.source }).then(onStarted, (err: Error) => {
+            // Its progress comes pushed (state/window-state.ts).
+            consoleApi.startDownload({ source: recommended.source }).then(undefined, (err: Error) => {
               setError(err.message);
               setBusy(false);
             });

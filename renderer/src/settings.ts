@@ -1,5 +1,6 @@
 // The window's own settings, kept in this window's storage (localStorage of the app's profile, never the
-// server's data dir): theme, chat history on or off, the system prompt and the sampling settings.
+// server's data dir): theme, chat history on or off, the last chat, new chats' system prompt and the sampling
+// settings.
 import { useCallback, useSyncExternalStore } from "react";
 
 export type Theme = "system" | "light" | "dark";
@@ -17,7 +18,10 @@ export const EFFORTS: ReadonlyArray<{ value: Effort; label: string }> = [
 export interface WindowSettings {
   theme: Theme;
   historyEnabled: boolean;
+  /** The system prompt a new chat starts with (each chat keeps its own). */
   systemPrompt: string;
+  /** The chat open when the window closed: opened again at the next start. */
+  lastChatId: string | null;
   /** null: the server's default. */
   temperature: number | null;
   maxTokens: number | null;
@@ -26,7 +30,7 @@ export interface WindowSettings {
 }
 
 const KEY = "svc.window.settings";
-const DEFAULTS: WindowSettings = { theme: "system", historyEnabled: true, systemPrompt: "", temperature: null, maxTokens: null, effort: null };
+const DEFAULTS: WindowSettings = { theme: "system", historyEnabled: true, systemPrompt: "", lastChatId: null, temperature: null, maxTokens: null, effort: null };
 
 let current: WindowSettings = load();
 const listeners = new Set<() => void>();

@@ -63,6 +63,15 @@ export interface ContextFacts {
   memory?: ContextMemory;
 }
 
+/** What a context-too-long error tells clients (`svc_context` on its body): the facts and the remedy. */
+export interface ContextErrorFacts {
+  context_size: number;
+  prompt_tokens: number;
+  /** What the model was trained on; 0 when its GGUF does not say. */
+  train_context_size: number;
+  remedy: ContextRemedy | null;
+}
+
 /** Why a prompt does not fit, and the figure that would take it (and what coding agents need where it can). */
 export type ContextRemedy =
   /** The model was trained on fewer tokens than needed: no setting helps, another model does. */
@@ -176,9 +185,12 @@ export function contextTooLong(facts: ContextFacts, promptTokens: number, readUp
   const advice = remedy
     ? `Nothing is truncated: shorten the conversation${remedy.reason === "training" ? "" : ", or give the server a longer context"}. ${describeRemedy(remedy, facts)}`
     : "Nothing is truncated: shorten the conversation.";
+  // svc_context goes out on the error body (openai-errors.ts, anthropic-errors.ts): the facts a client such
+  // as the desktop window turns into its own words and buttons.
+  const svcContext: ContextErrorFacts = { context_size: facts.contextSize, prompt_tokens: promptTokens, train_context_size: facts.trainContextSize, remedy };
   return new AppError("invalid_request", `This model's context is ${facts.contextSize} tokens per sequence, but the prompt ${prompt}. ${advice}`, {
     code: "context_length_exceeded",
     param: "messages",
-    details: { context_size: facts.contextSize, prompt_tokens: promptTokens },
+    details: { context_size: facts.contextSize, prompt_tokens: promptTokens, svc_context: svcContext },
   });
 }

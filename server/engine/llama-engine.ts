@@ -29,7 +29,7 @@ import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
-import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
+import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
 import {
   attentionHeadSizes,
   chooseThreads,
@@ -66,6 +66,8 @@ export interface LlamaEngineOptions {
   sequences?: number;
   /** Tokens per sequence; undefined sizes it to the free memory (capped by maxContextSize). */
   contextSize?: number;
+  /** Layers to put on the GPU; undefined lets node-llama-cpp choose what the VRAM holds. */
+  gpuLayers?: number;
   /** Cap for the automatic context size; default 131072 (and never past the model's training length). */
   maxContextSize?: number;
   gpu?: GpuPreference;
@@ -331,9 +333,10 @@ export class LlamaEngine implements Engine {
         ramTotalBytes: ram.totalBytes,
       });
       // Mapped: node-llama-cpp's default (it maps where the platform can).
-      if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath });
+      const layers = options.gpuLayers === undefined ? {} : { gpuLayers: options.gpuLayers };
+      if (useMmap) model = await llama.loadModel({ modelPath: options.modelPath, ...layers });
       else {
-        const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false }), size / 16, hugePages);
+        const loaded = await intoHugePages(() => llama.loadModel({ modelPath: options.modelPath, useMmap: false, ...layers }), size / 16, hugePages);
         model = loaded.result;
         options.log?.(
           "info",
@@ -427,6 +430,7 @@ export class LlamaEngine implements Engine {
         agentContextSize: agent.contextSize,
         contextNote: agentContextNote(facts),
         warmStart: options.warmStart ? { dir: options.warmStart.dir, minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS } : null,
+        contextRemedy: contextRemedy(facts, agent.promptTokens),
         maxTokenChars: longestTokenChars((model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens),
       };
       const gpu = await describeGpu(llama, runtime.skipped);

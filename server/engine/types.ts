@@ -12,6 +12,7 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from "../core/inference.js";
+import type { ContextRemedy } from "./context-advice.js";
 
 /**
  * The end of one block of the request, where a cacheable prefix ends: after tools[tool]'s definition, after
@@ -115,6 +116,8 @@ export interface LoadedModelInfo {
   warmStart?: { dir: string; minTokens: number } | null;
   /** Why the context is too short for coding agents and what would help (context-advice.ts); null when it is not. */
   contextNote?: string | null;
+  /** The same as facts (context-advice.ts's contextRemedy for a coding agent's first request); null when it fits. */
+  contextRemedy?: ContextRemedy | null;
   /**
    * The most characters one token stands for: a prompt whose text is longer than contextSize times this
    * cannot fit, which the pipeline checks before anything is rendered or tokenized.

@@ -4,7 +4,7 @@ import type { AppError, AppErrorKind } from "../core/errors.js";
 
 export interface AnthropicErrorBody {
   type: "error";
-  error: { type: string; message: string; details?: { error_code: string; param?: string; errors?: unknown[] } };
+  error: { type: string; message: string; details?: { error_code: string; param?: string; errors?: unknown[]; svc_context?: unknown } };
   request_id: string;
 }
 
@@ -30,6 +30,7 @@ export function encodeAnthropicError(err: AppError, requestId: string): Anthropi
   const message = err.param && !err.message.includes(err.param) ? `${err.param}: ${err.message}` : err.message;
   // details.errors: one entry per bad item when a request fails for several (a batch's invalid requests).
   const errors = Array.isArray(err.details?.errors) ? { errors: err.details.errors as unknown[] } : {};
-  const details = err.code ? { error_code: err.code, ...(err.param ? { param: err.param } : {}), ...errors } : undefined;
+  const context = err.details?.svc_context ? { svc_context: err.details.svc_context } : {};
+  const details = err.code ? { error_code: err.code, ...(err.param ? { param: err.param } : {}), ...errors, ...context } : undefined;
   return { type: "error", error: { type: TYPE_OF_KIND[err.kind], message, ...(details ? { details } : {}) }, request_id: requestId };
 }

@@ -3,7 +3,8 @@
 import type { AppError, AppErrorKind } from "../core/errors.js";
 
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
+  /** svc_context: a context_length_exceeded error's facts (context-advice.ts, docs/api.md "Context length"). */
+  error: { message: string; type: string; param: string | null; code: string | null; svc_context?: unknown };
 }
 
 const TYPE_OF_KIND: Record<AppErrorKind, string> = {
@@ -39,6 +40,7 @@ export function encodeOpenAIError(err: AppError): OpenAIErrorBody {
       type: TYPE_OF_KIND[err.kind],
       param: err.param ?? null,
       code: err.code ?? DEFAULT_CODE[err.kind],
+      ...(err.details?.svc_context ? { svc_context: err.details.svc_context } : {}),
     },
   };
 }

@@ -18,6 +18,7 @@ import type {
   PasswordResetView,
   ServerInfo,
   StatusView,
+  WindowUpdate,
 } from "../../server/features/console/contract.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
 import { startServer, type RunningServer } from "../../server/index.js";
@@ -274,6 +275,59 @@ describe("console calls", () => {
     const last = lines.at(-1)!;
     expect(last.message).toBe("a line for the window");
     expect(await call("logs", last.seq)).toEqual([]);
+  });
+});
+
+describe("the window's event stream, its account, and a model's own settings", () => {
+  it("watch: everything at first, then what changed, pushed when it changes (an upload by any client)", async () => {
+    const first = await call<WindowUpdate>("watch", 0);
+    expect(Object.keys(first.changed).sort()).toEqual(["batches", "downloads", "files", "firstRun", "info", "logSeq", "models", "status"]);
+    expect(first.version).toBeGreaterThan(0);
+    // Nothing changed since: the call waits; an upload with the window's key wakes it with the new file.
+    const next = call<WindowUpdate>("watch", first.version);
+    const form = new FormData();
+    form.append("purpose", "user_data");
+    form.append("file", new Blob(["pushed, not polled"], { type: "text/plain" }), "pushed.txt");
+    const upload = await fetch(`${server.url}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${await call<string>("windowKey")}` }, body: form });
+    expect(upload.status).toBe(200);
+    // The window follows the stream as it does: each update from the version it has (the status may come first).
+    let update = await next;
+    expect(update.version).toBeGreaterThan(first.version);
+    for (let i = 0; i < 5 && !update.changed.files; i++) update = await call<WindowUpdate>("watch", update.version);
+    expect(update.changed.files?.map((f) => f.filename)).toContain("pushed.txt");
+  });
+
+  it("a disabled window account: windowKey says what fixes it (the Keys page), in the window's words", async () => {
+    server.accounts.disable("local");
+    try {
+      const refused = await dispatchConsoleCall(service, "windowKey", []);
+      expect(refused).toMatchObject({ ok: false, error: { code: "window_account_disabled" } });
+      const message = (refused as { error: { message: string } }).error.message;
+      expect(message).toContain("Keys page");
+      expect(message).not.toMatch(/svc |--|`/);
+      // The window does not offer to disable its own account, and the console refuses it in its words too.
+      server.accounts.enable("local");
+      const disable = await dispatchConsoleCall(service, "disableAccount", ["local"]);
+      expect(disable).toMatchObject({ ok: false, error: { code: "window_account" } });
+      expect((disable as { error: { message: string } }).error.message).not.toMatch(/svc |--|`/);
+    } finally {
+      server.accounts.enable("local");
+    }
+  });
+
+  it("setModelSettings: saved per model, the loaded model reloads with them, and automatic again", async () => {
+    await call("useModel", "console.gguf");
+    const before = await call<StatusView>("status");
+    expect(before.model).toMatchObject({ state: "ready", contextSize: 1024, settings: { contextSize: null, sequences: null, gpuLayers: null, threads: null } });
+    expect(before.model.trainContextSize).toBeGreaterThan(2048);
+    const after = await call<StatusView>("setModelSettings", null, { contextSize: 2048, sequences: null, gpuLayers: null, threads: 1 });
+    expect(after.model).toMatchObject({ state: "ready", contextSize: 2048, threads: 1, settings: { contextSize: 2048, threads: 1 } });
+    expect((await call<ModelsView>("listModels")).models.find((m) => m.file === "console.gguf")?.settings).toEqual({ contextSize: 2048, sequences: null, gpuLayers: null, threads: 1 });
+    expect(server.models.loadOptions(server.engineHost.files().current!)).toMatchObject({ contextSize: 2048, threads: 1 });
+    // Out of range: refused as data, nothing changes.
+    expect(await dispatchConsoleCall(service, "setModelSettings", [null, { contextSize: 12 }])).toMatchObject({ ok: false, error: { code: "invalid_model_settings" } });
+    const automatic = await call<StatusView>("setModelSettings", "console.gguf", { contextSize: null, sequences: null, gpuLayers: null, threads: null });
+    expect(automatic.model).toMatchObject({ contextSize: 1024, settings: { contextSize: null } });
   });
 });
 

@@ -58,13 +58,16 @@ describe.skipIf(skip !== null)("agent mode in the window", () => {
     const sent = ui.proxy.requests.find((r) => r.method === "POST" && r.path === "/v1/agent/run")!;
     const fileId = await file.getAttribute("data-file-id");
     expect(JSON.parse(sent.body)).toMatchObject({ input: "When do the backups run?", stream: true, file_ids: [fileId], tool_choice: { type: "file_search" }, reasoning: { effort: "none" } });
-    expect(await ui.page.getByRole("heading", { level: 1 }).textContent()).toBe("Agent");
+    // The run is part of the chat: its title is the task's.
+    expect(await ui.page.getByRole("heading", { level: 1 }).textContent()).toBe("When do the backups run?");
     await ui.screenshot("agent-completed");
     expect(await ui.axe()).toEqual([]);
     await ui.page.unroute("**/v1/agent/run");
   });
 
   it("Cancel stops a running agent: the server ends the run and the window says so", async () => {
+    // A chat of its own, so the steps counted are this run's.
+    await ui.page.getByTestId("chat-new").click();
     // The random model ends a normal run in a fraction of a second; this one is made to call a tool at
     // every step so that it is still running when Cancel is pressed.
     await ui.page.route("**/v1/agent/run", async (route) => {

@@ -78,6 +78,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
     const row = ui.page.getByTestId("files-row").filter({ hasText: "plan.txt" });
     const id = await row.getAttribute("data-file-id");
     await row.getByTestId("files-delete").click();
+    await row.getByTestId("files-delete-confirm").click();
     await expect.poll(() => ui.page.getByTestId("files-row").count(), { timeout: 10_000 }).toBe(2);
     expect(ui.server.store.db.prepare("SELECT id FROM files WHERE id = ?").get(id)).toBeUndefined();
   });
@@ -120,7 +121,7 @@ describe.skipIf(skip !== null)("files in the window", () => {
     await ui.page.getByTestId("chat-input").fill("Read this");
     await ui.page.getByTestId("chat-send").click();
     await expect.poll(() => ui.page.getByTestId("turn-assistant").last().getAttribute("data-status"), { timeout: 30_000 }).toBe("error");
-    expect(await ui.page.getByTestId("turn-error").last().textContent()).toContain(`No such file: '${gone.id}'`);
+    expect(await ui.page.getByTestId("turn-error").last().locator(".problem-title").textContent()).toBe("gone.txt is no longer on the server.");
     expect(await ui.page.getByTestId("turn-refused").count()).toBe(1);
     await ui.page.getByTestId("chat-input").fill("Hello again");
     await ui.page.getByTestId("chat-send").click();

@@ -317,6 +317,8 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
     it("sends the system prompt, temperature, answer length and thinking level from the settings drawer", async () => {
       await page().getByTestId("chat-settings").click();
       await page().getByTestId("settings-system-prompt").fill("You are terse.");
+      // Each chat keeps its own prompt; this one becomes the prompt new chats start with too.
+      await page().getByTestId("settings-system-prompt-default").click();
       await page().getByTestId("settings-temperature").fill("0.3");
       await page().getByTestId("settings-max-tokens").fill("64");
       await page().getByTestId("settings-effort").selectOption("xhigh");

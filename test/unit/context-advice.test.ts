@@ -200,3 +200,21 @@ describe("the 400", () => {
     expect(contextTooLong(facts({}), 43_505, 8091).message).toMatch(/^This model's context is 4096 tokens per sequence, but the prompt has more than 8091 tokens \(about 43505, by its length\)\. /);
   });
 });
+
+describe("the facts on the error body (svc_context), for clients that say it in their own words", () => {
+  it("carries the context, the prompt, the training length and the remedy, on both error formats", async () => {
+    const { encodeOpenAIError } = await import("../../server/surfaces/openai-errors.js");
+    const { encodeAnthropicError } = await import("../../server/surfaces/anthropic-errors.js");
+    const given = facts({ contextSize: 4096, contextSizeGiven: true, trainContextSize: 65536 });
+    const err = contextTooLong(given, 50_028);
+    const expected = { context_size: 4096, prompt_tokens: 50_028, train_context_size: 65536, remedy: contextRemedy(given, 50_028) };
+    expect(expected.remedy).toMatchObject({ reason: "setting" });
+    expect(encodeOpenAIError(err).error.svc_context).toEqual(expected);
+    expect(encodeAnthropicError(err, "req_1").error.details?.svc_context).toEqual(expected);
+    // Trained on too little: the remedy says so (no setting helps).
+    const short = facts({ contextSize: 4096, trainContextSize: 4096 });
+    expect(encodeOpenAIError(contextTooLong(short, 9000)).error.svc_context).toMatchObject({ train_context_size: 4096, remedy: { reason: "training" } });
+    // Other errors carry nothing of it.
+    expect(encodeOpenAIError(new AppError("invalid_request", "Bad.")).error).not.toHaveProperty("svc_context");
+  });
+});

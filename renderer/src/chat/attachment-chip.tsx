@@ -24,16 +24,19 @@ export function pendingState(a: PendingAttachment): ChipState {
   return a.file.status === "processed" ? "ready" : "reading";
 }
 
-function pendingDetail(a: PendingAttachment): string {
+function pendingDetail(a: PendingAttachment, contextSize: number | null): string {
   if (a.error) return `Not attached: ${a.error}`;
   if (!a.file) return a.restoring ? "Checking that it is still on the server…" : a.progress < 1 ? `Uploading ${Math.floor(a.progress * 100)}%` : "Reading it…";
   const kind = kindLabel(a.file.content_kind) ?? "File";
   if (a.file.status === "error") return `Not attached: ${a.file.status_details ?? "the server could not read it"}`;
   if (a.file.status === "uploaded") return `${kind} · still being read`;
-  return `${kind} · ${tokensText(a.file.token_estimate)}`;
+  const over = contextSize !== null && a.file.token_estimate >= contextSize;
+  return `${kind} · ${tokensText(a.file.token_estimate)}${over ? `, more than the ${contextSize.toLocaleString("en-US")} this model reads at once` : ""}`;
 }
 
 interface ChipProps {
+  /** Readable, but more than the model's context holds. */
+  tooBig?: boolean;
   name: string;
   size: number;
   previewUrl: string | null;
@@ -44,11 +47,11 @@ interface ChipProps {
   onRemove?: () => void;
 }
 
-function Chip({ name, size, previewUrl, badge, state, detail, progress, onRemove }: ChipProps) {
+function Chip({ name, size, previewUrl, badge, state, detail, progress, onRemove, tooBig = false }: ChipProps) {
   const [broken, setBroken] = useState(false);
-  const failed = state === "refused" || state === "gone";
+  const failed = state === "refused" || state === "gone" || tooBig;
   return (
-    <span className={`chip ${failed ? "failed" : ""}`} data-testid="attachment-chip" data-state={state}>
+    <span className={`chip ${failed ? "failed" : ""}`} data-testid="attachment-chip" data-state={state} data-too-big={tooBig ? "true" : undefined}>
       {previewUrl && !broken ? (
         <img src={previewUrl} alt="" onError={() => setBroken(true)} />
       ) : (
@@ -74,16 +77,17 @@ function Chip({ name, size, previewUrl, badge, state, detail, progress, onRemove
   );
 }
 
-/** A file in the message box. */
-export function PendingChip({ attachment: a, onRemove }: { attachment: PendingAttachment; onRemove: () => void }) {
+/** A file in the message box; `contextSize`: the model's, to say when the file alone is more than it. */
+export function PendingChip({ attachment: a, onRemove, contextSize = null }: { attachment: PendingAttachment; onRemove: () => void; contextSize?: number | null }) {
   return (
     <Chip
+      tooBig={contextSize !== null && a.file?.status === "processed" && a.file.token_estimate >= contextSize}
       name={a.name}
       size={a.size}
       previewUrl={a.previewUrl}
       badge={badgeOf(a.name, a.file?.content_kind ?? kindOf(a)?.kind ?? null)}
       state={pendingState(a)}
-      detail={pendingDetail(a)}
+      detail={pendingDetail(a, contextSize)}
       progress={a.restoring ? undefined : a.progress}
       onRemove={onRemove}
     />

@@ -1,5 +1,6 @@
-// The saved chats: new, open, rename, delete, search; history on or off; delete all.
-import { useState } from "react";
+// The saved chats: new, open, rename, delete, search; history on or off; delete all. In a narrow window the
+// list slides over the conversation: Esc or a click outside it closes it (and gives focus back to its toggle).
+import { useEffect, useRef, useState, type RefObject } from "react";
 import { MessageSquarePlus, Pencil, Search, Trash2 } from "../icons";
 import { searchChats, type SavedChat } from "./chat-store";
 
@@ -15,6 +16,9 @@ export function ChatList({
   onDelete,
   onDeleteAll,
   onHistory,
+  overlay,
+  toggleRef,
+  onClose,
 }: {
   chats: SavedChat[];
   currentId: string | null;
@@ -27,14 +31,39 @@ export function ChatList({
   onDelete: (chat: SavedChat) => Promise<void>;
   onDeleteAll: () => Promise<void>;
   onHistory: (enabled: boolean) => void;
+  /** Shown over the conversation (a narrow window's open list). */
+  overlay: boolean;
+  toggleRef: RefObject<HTMLButtonElement | null>;
+  onClose: () => void;
 }) {
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (!overlay) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== "Escape" || event.defaultPrevented) return;
+      event.preventDefault();
+      onClose();
+      toggleRef.current?.focus();
+    };
+    const onDown = (event: PointerEvent) => {
+      const target = event.target as Node;
+      if (ref.current?.contains(target) || toggleRef.current?.contains(target)) return;
+      onClose();
+    };
+    window.addEventListener("keydown", onKey);
+    document.addEventListener("pointerdown", onDown);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      document.removeEventListener("pointerdown", onDown);
+    };
+  }, [overlay, onClose, toggleRef]);
   const [query, setQuery] = useState("");
   const [renaming, setRenaming] = useState<{ id: string; title: string } | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const shown = searchChats(chats, query);
 
   return (
-    <aside className="chat-list" aria-label="Saved chats" data-testid="chat-list">
+    <aside ref={ref} id="chat-list" className="chat-list" aria-label="Saved chats" data-testid="chat-list">
       <button className="primary new-chat" data-testid="chat-new" onClick={onNew} title="New chat (Ctrl+N)">
         <MessageSquarePlus size={15} aria-hidden /> New chat
       </button>
@@ -74,7 +103,7 @@ export function ChatList({
               </div>
             ) : (
               <>
-                <button className="chat-open" aria-current={chat.id === currentId ? "true" : undefined} disabled={busy} onClick={() => onOpen(chat)} title={chat.title}>
+                <button className="chat-open" data-testid="chat-open" aria-current={chat.id === currentId ? "true" : undefined} disabled={busy} onClick={() => onOpen(chat)} title={chat.title}>
                   {chat.title}
                 </button>
                 <button className="icon" aria-label={`Rename ${chat.title}`} data-testid="chat-rename" onClick={() => setRenaming({ id: chat.id, title: chat.title })}>

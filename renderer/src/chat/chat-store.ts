@@ -9,6 +9,8 @@ export interface SavedChat {
   createdAt: number;
   updatedAt: number;
   turns: Turn[];
+  /** The chat's own system prompt (chats saved before it had one use the default for new chats). */
+  systemPrompt?: string;
 }
 
 const DB_NAME = "svc-chats";
@@ -49,6 +51,11 @@ export function searchChats(chats: SavedChat[], text: string): SavedChat[] {
   const needle = text.trim().toLowerCase();
   if (!needle) return chats;
   return chats.filter((c) => c.title.toLowerCase().includes(needle) || c.turns.some((t) => t.content.toLowerCase().includes(needle)));
+}
+
+/** The saved chats that sent this file (a file about to be deleted: they will show it as gone). */
+export function chatsUsingFile(chats: SavedChat[], fileId: string): SavedChat[] {
+  return chats.filter((c) => c.turns.some((t) => t.attachments.some((a) => a.fileId === fileId) || t.agent?.fileIds.includes(fileId)));
 }
 
 export function titleFor(turns: Turn[]): string {

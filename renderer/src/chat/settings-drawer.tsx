@@ -1,11 +1,25 @@
-// The chat's settings: the system prompt, thinking level, temperature and the answer's length limit. They are
-// the window's settings (kept on this computer) and go with every message as request fields.
-import { useSettings, EFFORTS, type Effort } from "../settings";
+// The chat's settings: this chat's system prompt (each chat keeps its own; new chats start with the default),
+// thinking level, temperature and the answer's length limit. They are the window's settings (kept on this
+// computer) and go with every message as request fields.
 import { X } from "../icons";
+import { EFFORTS, useSettings, type Effort } from "../settings";
 
-export function SettingsDrawer({ open, onClose, effort }: { open: boolean; onClose: () => void; effort: Effort }) {
+export function SettingsDrawer({
+  open,
+  onClose,
+  effort,
+  systemPrompt,
+  onSystemPrompt,
+}: {
+  open: boolean;
+  onClose: () => void;
+  effort: Effort;
+  systemPrompt: string;
+  onSystemPrompt: (text: string) => void;
+}) {
   const [settings, setSettings] = useSettings();
   if (!open) return null;
+  const isDefault = systemPrompt === settings.systemPrompt;
   return (
     <aside className="drawer" id="chat-settings-drawer" aria-label="Chat settings" data-testid="chat-settings-drawer">
       <div className="drawer-head">
@@ -15,14 +29,22 @@ export function SettingsDrawer({ open, onClose, effort }: { open: boolean; onClo
         </button>
       </div>
       <label className="field">
-        System prompt
+        System prompt of this chat
         <textarea
           data-testid="settings-system-prompt"
           rows={5}
-          value={settings.systemPrompt}
+          value={systemPrompt}
           placeholder="e.g. You are a concise assistant. Answer in English."
-          onChange={(e) => setSettings({ systemPrompt: e.target.value })}
+          onChange={(e) => onSystemPrompt(e.target.value)}
         />
+        <span className="muted small" data-testid="settings-system-prompt-note">
+          {isDefault ? "New chats start with this prompt too." : "Kept with this chat."}{" "}
+          {!isDefault && (
+            <button type="button" className="link" data-testid="settings-system-prompt-default" onClick={() => setSettings({ systemPrompt })}>
+              Use it for new chats
+            </button>
+          )}
+        </span>
       </label>
       <label className="field">
         Thinking
@@ -64,7 +86,13 @@ export function SettingsDrawer({ open, onClose, effort }: { open: boolean; onClo
         />
         <span className="muted small">Thinking counts toward it.</span>
       </label>
-      <button data-testid="settings-reset" onClick={() => setSettings({ systemPrompt: "", temperature: null, maxTokens: null, effort: null })}>
+      <button
+        data-testid="settings-reset"
+        onClick={() => {
+          setSettings({ systemPrompt: "", temperature: null, maxTokens: null, effort: null });
+          onSystemPrompt("");
+        }}
+      >
         Reset to defaults
       </button>
     </aside>

@@ -1,5 +1,5 @@
 // A conversation as the window keeps it.
-import type { FileOut } from "../files-client";
+import type { FileOut, RunStep, RunUsage } from "../../../server/features/console/wire";
 import type { Effort } from "../settings";
 
 /**
@@ -43,11 +43,21 @@ export interface ChatProblem {
   detail: string;
   /** Buttons offered under the message, in order. */
   actions: ProblemAction[];
-  /** The server's own words, for the curious (shown small). */
-  serverMessage?: string;
+  /** For set_context: the context size (tokens) that takes the conversation. */
+  contextFigure?: number;
+  /** For the curious and for support: the error's code and the request's id (never the server's prose). */
+  reference?: string;
 }
 
-export type ProblemAction = "retry" | "edit" | "send_without_attachments" | "open_models" | "new_chat";
+export type ProblemAction =
+  | "retry"
+  | "edit"
+  | "send_without_attachments"
+  | "open_models"
+  | "open_model_settings"
+  | "open_keys"
+  | "new_chat"
+  | "set_context";
 
 export interface TurnStats {
   /** From sending to the first reasoning or answer token, ms. */
@@ -61,11 +71,26 @@ export interface TurnStats {
   reasoningTokens: number | null;
   /** Completion tokens per second, from the first token to the end. */
   tokensPerSecond: number | null;
+  /** The token count is the window's own (a stopped answer gets no usage from the server). */
+  counted?: boolean;
+}
+
+/** An agent run kept with the chat: what it did and how it ended. */
+export interface AgentRunRecord {
+  runId: string | null;
+  /** The run's status (queued, in_progress, completed, cancelled, incomplete, failed, ...). */
+  status: string;
+  steps: RunStep[];
+  usage: RunUsage | null;
+  incomplete: string | null;
+  error: string | null;
+  fileIds: string[];
 }
 
 export interface Turn {
   id: string;
-  role: "user" | "assistant";
+  /** "agent": an agent run's steps and answer, after the user's task. */
+  role: "user" | "assistant" | "agent";
   content: string;
   reasoning: string;
   attachments: Attachment[];
@@ -74,7 +99,10 @@ export interface Turn {
   effort?: Effort;
   problem?: ChatProblem;
   stats?: TurnStats;
+  /** The answer ended at its length limit ("length"): Continue writes on. */
+  finishReason?: string | null;
   /** While streaming: "waiting" (sent, no token yet), "thinking" or "writing". */
   phase?: "waiting" | "thinking" | "writing";
   startedAt?: number;
+  agent?: AgentRunRecord;
 }

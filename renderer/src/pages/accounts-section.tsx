@@ -1,11 +1,13 @@
 // The accounts part of the Keys page: the operator creates an account (its temporary password and first key
 // are shown once, to hand to the account holder), disables or enables it, and resets its password. Account
 // holders then log in to their own console at <base URL>/v1/console.
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import type { AccountView, CreatedAccountView, KeyView, PasswordResetView } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { copyText, formatTime } from "../format";
-import { ConfirmInline } from "../confirm-inline";
+import { useWindow } from "../state/window-state";
+import { ConfirmInline } from "../components/confirm-inline";
+import { DataTable } from "../components/data-table";
 
 function Secret({ value, testId }: { value: string; testId: string }) {
   const [copied, setCopied] = useState(false);
@@ -25,19 +27,15 @@ function loginState(a: AccountView): string {
 }
 
 export function AccountsSection({ accounts, keys, onChanged }: { accounts: AccountView[]; keys: KeyView[]; onChanged: () => Promise<void> }) {
+  /** The account of the window's own key ('local'). */
+  const windowAccount = keys.find((k) => k.windowKey)?.account ?? "local";
   const [name, setName] = useState("");
   const [created, setCreated] = useState<CreatedAccountView | null>(null);
   const [reset, setReset] = useState<PasswordResetView | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [consoleUrl, setConsoleUrl] = useState<string | null>(null);
 
-  useEffect(() => {
-    consoleApi.serverInfo().then(
-      (info) => setConsoleUrl(`${info.baseUrl}/v1/console`),
-      () => undefined,
-    );
-  }, []);
+  const consoleUrl = useWindow((s) => (s.info ? `${s.info.baseUrl}/v1/console` : null));
 
   const act = async (fn: () => Promise<unknown>) => {
     setError(null);
@@ -126,80 +124,81 @@ export function AccountsSection({ accounts, keys, onChanged }: { accounts: Accou
         </p>
       )}
 
-      <table data-testid="accounts-table">
-        <thead>
-          <tr>
-            <th>Account</th>
-            <th>Status</th>
-            <th>Console</th>
-            <th>Active keys</th>
-            <th>Last login</th>
-            <th>Created</th>
-            <th>
-              <span className="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {accounts.map((a) => {
-            const own = keys.filter((k) => k.account === a.name && k.revokedAt === null);
-            return (
-              <tr key={a.id} data-testid="account-row" data-account={a.name} data-status={a.status}>
-                <td>{a.name}</td>
-                <td className={a.status === "disabled" ? "error" : undefined}>{a.status}</td>
-                <td>{loginState(a)}</td>
-                <td>
-                  {own.length === 0 ? (
-                    <span className="muted">none</span>
-                  ) : (
-                    own.map((k) => (
-                      <div key={k.id}>
-                        <code>{k.hint}</code> <span className="muted small">{k.name ?? "unnamed"}</span>
-                      </div>
-                    ))
-                  )}
-                </td>
-                <td>{formatTime(a.lastLoginAt)}</td>
-                <td>{formatTime(a.createdAt)}</td>
-                <td>
-                  {a.status === "disabled" ? (
-                    <button data-testid="account-enable" onClick={() => void act(() => consoleApi.enableAccount(a.name))}>
-                      Enable
-                    </button>
-                  ) : confirming === `disable:${a.name}` ? (
-                    <ConfirmInline
-                      confirmLabel="Disable now"
-                      testId="account-disable-confirm"
-                      onConfirm={() =>
-                        void act(async () => {
-                          setConfirming(null);
-                          await consoleApi.disableAccount(a.name);
-                        })
-                      }
-                      onCancel={() => setConfirming(null)}
-                    />
-                  ) : (
-                    <button data-testid="account-disable" onClick={() => setConfirming(`disable:${a.name}`)}>
-                      Disable
-                    </button>
-                  )}{" "}
-                  <button
-                    data-testid="account-reset-password-button"
-                    onClick={() =>
+      <DataTable
+        testId="accounts-table"
+        rows={accounts}
+        rowKey={(a) => a.id}
+        rowAttributes={(a) => ({ "data-testid": "account-row", "data-account": a.name, "data-status": a.status })}
+        columns={[
+          { key: "name", header: "Account", cell: (a) => a.name },
+          { key: "status", header: "Status", cell: (a) => <span className={a.status === "disabled" ? "error" : undefined}>{a.status}</span> },
+          { key: "console", header: "Console", narrow: "hide", cell: (a) => loginState(a) },
+          {
+            key: "keys",
+            header: "Active keys",
+            cell: (a) => {
+              const own = keys.filter((k) => k.account === a.name && k.revokedAt === null);
+              return own.length === 0 ? (
+                <span className="muted">none</span>
+              ) : (
+                own.map((k) => (
+                  <div key={k.id}>
+                    <code>{k.hint}</code> <span className="muted small">{k.name ?? "unnamed"}</span>
+                  </div>
+                ))
+              );
+            },
+          },
+          { key: "login", header: "Last login", narrow: "hide", cell: (a) => formatTime(a.lastLoginAt) },
+          { key: "created", header: "Created", narrow: "hide", cell: (a) => formatTime(a.createdAt) },
+          {
+            key: "actions",
+            header: { hidden: "Actions" },
+            kind: "actions",
+            cell: (a) => (
+              <>
+                {a.status === "disabled" ? (
+                  <button data-testid="account-enable" onClick={() => void act(() => consoleApi.enableAccount(a.name))}>
+                    Enable
+                  </button>
+                ) : a.name === windowAccount ? (
+                  // Disabling it would stop the window's own pages: not offered.
+                  <span className="muted small" data-testid="account-window-note">
+                    Holds the window's key
+                  </span>
+                ) : confirming === `disable:${a.name}` ? (
+                  <ConfirmInline
+                    confirmLabel="Disable now"
+                    testId="account-disable-confirm"
+                    onConfirm={() =>
                       void act(async () => {
-                        setCreated(null);
-                        setReset(await consoleApi.resetAccountPassword(a.name));
+                        setConfirming(null);
+                        await consoleApi.disableAccount(a.name);
                       })
                     }
-                  >
-                    {a.canLogIn ? "Reset password" : "Give console login"}
+                    onCancel={() => setConfirming(null)}
+                  />
+                ) : (
+                  <button data-testid="account-disable" onClick={() => setConfirming(`disable:${a.name}`)}>
+                    Disable
                   </button>
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+                )}{" "}
+                <button
+                  data-testid="account-reset-password-button"
+                  onClick={() =>
+                    void act(async () => {
+                      setCreated(null);
+                      setReset(await consoleApi.resetAccountPassword(a.name));
+                    })
+                  }
+                >
+                  {a.canLogIn ? "Reset password" : "Give console login"}
+                </button>
+              </>
+            ),
+          },
+        ]}
+      />
       <p className="muted">
         A disabled account's keys are refused at once. Account holders log in at {consoleUrl ? <code>{consoleUrl}</code> : "/v1/console"} to manage their own keys and see their
         usage.

@@ -1,21 +1,14 @@
 // The audit of the window's own account: a chart of requests and tokens per day, figures for the period, and
 // a table of recent requests with filters; a record can be erased. It calls /v1/audit over HTTP with the
 // window's key, in this machine's time zone. No content is ever in the audit: only who, what and how it went.
-import { useCallback, useEffect, useState } from "react";
-import type { KeyView, ServerInfo } from "../../../server/features/console/contract";
-import {
-  daysBetween,
-  eraseAuditRecord,
-  fetchAudit,
-  fetchAuditStats,
-  localDay,
-  LOCAL_TIMEZONE,
-  type AuditDay,
-  type AuditRecord,
-  type AuditStats,
-} from "../audit-api";
+import { Fragment, useCallback, useEffect, useState } from "react";
+import type { KeyView } from "../../../server/features/console/contract";
+import type { AuditDay, AuditRecord, AuditStats } from "../../../server/features/console/wire";
+import { daysBetween, eraseAuditRecord, fetchAudit, fetchAuditStats, localDay, LOCAL_TIMEZONE } from "../audit-api";
+import { ConfirmInline } from "../components/confirm-inline";
+import { DataTable } from "../components/data-table";
 import { consoleApi } from "../console-client";
-import { ConfirmInline } from "../confirm-inline";
+import { useWindow } from "../state/window-state";
 
 const SURFACES = ["chat", "responses", "messages", "batches", "files", "agent"];
 const STATUSES = [
@@ -44,6 +37,11 @@ function query(filters: Filters, extra: Record<string, string> = {}): URLSearchP
   if (filters.keyId) q.set("key_id", filters.keyId);
   if (filters.sessionId.trim()) q.set("session_id", filters.sessionId.trim());
   return q;
+}
+
+/** A path that may wrap at its slashes (never inside a word) in a narrow column. */
+function pathWithBreaks(path: string) {
+  return path.split("/").map((part, i) => (i === 0 ? part : <Fragment key={i}><wbr />/{part}</Fragment>));
 }
 
 const int = (n: number | null | undefined) => (n === null || n === undefined ? "–" : n.toLocaleString());
@@ -101,7 +99,8 @@ function DayChart({ title, days, parts, testId }: { title: string; days: Array<{
   );
 }
 
-export function AuditPage({ info }: { info: ServerInfo | null }) {
+export function AuditPage() {
+  const info = useWindow((s) => s.info);
   const [filters, setFilters] = useState<Filters>({ days: 14, surface: "", status: "", keyId: "", sessionId: "" });
   const [records, setRecords] = useState<AuditRecord[]>([]);
   const [more, setMore] = useState(false);
@@ -267,78 +266,98 @@ export function AuditPage({ info }: { info: ServerInfo | null }) {
       )}
 
       <div className="card">
-        <table data-testid="audit-table">
-          <thead>
-            <tr>
-              <th>Time</th>
-              <th>Surface</th>
-              <th>Request</th>
-              <th>Model</th>
-              <th>Status</th>
-              <th className="num">Tokens in / out</th>
-              <th className="num">Latency</th>
-              <th className="num">First token</th>
-              <th>Key / session</th>
-              <th>
-              <span className="sr-only">Actions</span>
-            </th>
-            </tr>
-          </thead>
-          <tbody>
-            {records.map((r) => (
-              <tr key={r.id} data-testid="audit-row" data-request-id={r.id} data-surface={r.surface} data-status={r.status}>
-                <td title={r.id}>{time(r.created_at)}</td>
-                <td>{r.surface}</td>
-                <td>
-                  <code>
-                    {r.method} {r.path}
+        <DataTable
+          testId="audit-table"
+          rows={records}
+          rowKey={(r) => r.id}
+          rowAttributes={(r) => ({ "data-testid": "audit-row", "data-request-id": r.id, "data-surface": r.surface, "data-status": String(r.status) })}
+          empty={loading ? "Loading…" : "No requests match."}
+          columns={[
+            { key: "time", header: "Time", cell: (r) => <span title={r.id}>{time(r.created_at)}</span> },
+            {
+              key: "request",
+              header: "Request",
+              cell: (r) => (
+                <>
+                  <code className="wrap-at-slash">
+                    {r.method} {pathWithBreaks(r.path)}
                   </code>
-                </td>
-                <td>
-                  {r.model ?? "–"}
-                  {r.mode && <span className="muted small"> {r.mode}</span>}
-                </td>
-                <td className={r.status >= 400 ? "error" : undefined}>
+                  <div className="muted small">
+                    {r.surface}
+                    {r.model ? ` · ${r.model}` : ""}
+                    {r.mode ? ` ${r.mode}` : ""}
+                  </div>
+                </>
+              ),
+            },
+            {
+              key: "status",
+              header: "Status",
+              cell: (r) => (
+                <span className={r.status >= 400 ? "error" : undefined}>
                   {r.status}
                   {r.error_code && <span className="small"> {r.error_code}</span>}
                   {r.aborted && <span className="muted small"> cut</span>}
-                </td>
-                <td className="num">
+                  {r.stop_reason && <div className="muted small">{r.stop_reason}</div>}
+                  {r.run_status && (
+                    <div className="muted small">
+                      run {r.run_status}
+                      {r.run_steps !== null ? `, ${r.run_steps} steps` : ""}
+                    </div>
+                  )}
+                </span>
+              ),
+            },
+            {
+              key: "tokens",
+              header: "Tokens in / out",
+              kind: "num",
+              cell: (r) => (
+                <>
                   {int(r.usage.input_tokens)} / {int(r.usage.output_tokens)}
                   {!!r.usage.reasoning_tokens && <div className="muted small">{int(r.usage.reasoning_tokens)} reasoning</div>}
                   {!!r.usage.cached_tokens && <div className="muted small">{int(r.usage.cached_tokens)} cached</div>}
-                </td>
-                <td className="num">{ms(r.latency_ms)}</td>
-                <td className="num">{ms(r.ttft_ms)}</td>
-                <td>
+                </>
+              ),
+            },
+            {
+              key: "latency",
+              header: "Latency",
+              kind: "num",
+              cell: (r) => (
+                <>
+                  {ms(r.latency_ms)}
+                  {r.ttft_ms !== null && <div className="muted small">first token {ms(r.ttft_ms)}</div>}
+                  {!!r.queued_ms && <div className="muted small">queued {ms(r.queued_ms)}</div>}
+                </>
+              ),
+            },
+            {
+              key: "key",
+              header: "Key / session",
+              narrow: "hide",
+              cell: (r) => (
+                <>
                   <code className="small">{keyHint(r.key_id)?.hint ?? r.key_id}</code>
                   {r.session_id && <div className="muted small">{r.session_id}</div>}
-                </td>
-                <td>
-                  {confirming === r.id ? (
-                    <ConfirmInline
-                      confirmLabel="Erase now"
-                      testId="audit-erase-confirm"
-                      onConfirm={() => void erase(r.id)}
-                      onCancel={() => setConfirming(null)}
-                    />
-                  ) : (
-                    <button data-testid="audit-erase" onClick={() => setConfirming(r.id)}>
-                      Erase
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-            {records.length === 0 && (
-              <tr>
-                <td colSpan={10} className="empty">
-                  {loading ? "Loading…" : "No requests match."}
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
+                </>
+              ),
+            },
+            {
+              key: "actions",
+              header: { hidden: "Actions" },
+              kind: "actions",
+              cell: (r) =>
+                confirming === r.id ? (
+                  <ConfirmInline confirmLabel="Erase now" testId="audit-erase-confirm" onConfirm={() => void erase(r.id)} onCancel={() => setConfirming(null)} />
+                ) : (
+                  <button data-testid="audit-erase" onClick={() => setConfirming(r.id)}>
+                    Erase
+                  </button>
+                ),
+            },
+          ]}
+        />
         {more && (
           <button onClick={() => void loadMore()} data-testid="audit-more">
             Load more

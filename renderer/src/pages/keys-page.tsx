@@ -4,7 +4,8 @@ import type { AccountView, CreatedKeyView, KeyView } from "../../../server/featu
 import { consoleApi } from "../console-client";
 import { copyText, formatTime } from "../format";
 import { AccountsSection } from "./accounts-section";
-import { ConfirmInline } from "../confirm-inline";
+import { ConfirmInline } from "../components/confirm-inline";
+import { DataTable } from "../components/data-table";
 
 export function KeysPage() {
   const [keys, setKeys] = useState<KeyView[]>([]);
@@ -19,8 +20,9 @@ export function KeysPage() {
   const [showRevoked, setShowRevoked] = useState(false);
 
   const refresh = useCallback(async () => {
-    // The window's own key exists before this page lists it (so it is marked, never offered for revoking).
-    await consoleApi.windowKey();
+    // The window's own key exists before this page lists it (so it is marked, never offered for revoking);
+    // while its account is disabled there is none, and the page still lists what is there (Enable fixes it).
+    await consoleApi.windowKey().catch(() => undefined);
     const [k, a] = await Promise.all([consoleApi.listKeys(), consoleApi.listAccounts()]);
     setKeys(k);
     setAccounts(a);
@@ -110,70 +112,69 @@ export function KeysPage() {
             <input type="checkbox" checked={showRevoked} onChange={(e) => setShowRevoked(e.target.checked)} /> show revoked
           </label>
         </h2>
-        <table data-testid="keys-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Key</th>
-              <th>Account</th>
-              <th>Reasoning trace</th>
-              <th>Created</th>
-              <th>Last used</th>
-              <th>
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((k) => (
-              <tr key={k.id} data-testid="key-row" data-key-id={k.id} data-revoked={k.revokedAt !== null}>
-                <td>
+        <DataTable
+          testId="keys-table"
+          rows={shown}
+          rowKey={(k) => k.id}
+          rowAttributes={(k) => ({ "data-testid": "key-row", "data-key-id": k.id, "data-revoked": String(k.revokedAt !== null) })}
+          columns={[
+            {
+              key: "name",
+              header: "Name",
+              cell: (k) => (
+                <>
                   {k.name ?? <em>unnamed</em>} {k.windowKey && <span className="badge alt">this window</span>}
-                </td>
-                <td>
-                  <code>{k.hint}</code>
-                </td>
-                <td>{k.account}</td>
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label="Reasoning trace"
-                    checked={k.reasoningTrace}
-                    disabled={k.revokedAt !== null}
-                    onChange={(e) => void act(() => consoleApi.setKeyTrace(k.id, e.target.checked))}
+                </>
+              ),
+            },
+            { key: "key", header: "Key", cell: (k) => <code>{k.hint}</code> },
+            { key: "account", header: "Account", cell: (k) => k.account },
+            {
+              key: "trace",
+              header: "Reasoning trace",
+              cell: (k) => (
+                <input
+                  type="checkbox"
+                  aria-label="Reasoning trace"
+                  checked={k.reasoningTrace}
+                  disabled={k.revokedAt !== null}
+                  onChange={(e) => void act(() => consoleApi.setKeyTrace(k.id, e.target.checked))}
+                />
+              ),
+            },
+            { key: "created", header: "Created", narrow: "hide", cell: (k) => formatTime(k.createdAt) },
+            { key: "used", header: "Last used", narrow: "hide", cell: (k) => formatTime(k.lastUsedAt) },
+            {
+              key: "actions",
+              header: { hidden: "Actions" },
+              kind: "actions",
+              cell: (k) =>
+                k.revokedAt !== null ? (
+                  <span className="muted">revoked {formatTime(k.revokedAt)}</span>
+                ) : k.windowKey ? (
+                  <span className="muted small wrap" data-testid="key-window-note">
+                    Used by the Chat page; replaced when the app restarts.
+                  </span>
+                ) : confirming === k.id ? (
+                  <ConfirmInline
+                    confirmLabel="Revoke now"
+                    testId="key-revoke-confirm"
+                    onConfirm={() =>
+                      void act(async () => {
+                        setConfirming(null);
+                        await consoleApi.revokeKey(k.id);
+                      })
+                    }
+                    onCancel={() => setConfirming(null)}
                   />
-                </td>
-                <td>{formatTime(k.createdAt)}</td>
-                <td>{formatTime(k.lastUsedAt)}</td>
-                <td>
-                  {k.revokedAt !== null ? (
-                    <span className="muted">revoked {formatTime(k.revokedAt)}</span>
-                  ) : k.windowKey ? (
-                    <span className="muted small" data-testid="key-window-note">
-                      Used by the Chat page; replaced when the app restarts.
-                    </span>
-                  ) : confirming === k.id ? (
-                    <ConfirmInline
-                      confirmLabel="Revoke now"
-                      testId="key-revoke-confirm"
-                      onConfirm={() =>
-                        void act(async () => {
-                          setConfirming(null);
-                          await consoleApi.revokeKey(k.id);
-                        })
-                      }
-                      onCancel={() => setConfirming(null)}
-                    />
-                  ) : (
-                    <button data-testid="key-revoke" onClick={() => setConfirming(k.id)}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                ) : (
+                  <button data-testid="key-revoke" onClick={() => setConfirming(k.id)}>
+                    Revoke
+                  </button>
+                ),
+            },
+          ]}
+        />
       </div>
 
       <AccountsSection accounts={accounts} keys={keys} onChanged={refresh} />

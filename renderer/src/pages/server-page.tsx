@@ -1,12 +1,12 @@
 // The developer tab: the server's running state and counters, base URLs, a key for the examples,
 // copy-paste snippets (curl, JavaScript, Python), the port and LAN settings, and the full log.
 import { useEffect, useRef, useState } from "react";
-import type { CreatedKeyView, LogLine, ServerInfo, StatusView } from "../../../server/features/console/contract";
+import type { CreatedKeyView, LogLine } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { copyText } from "../format";
 import { modelStateLabel } from "../labels";
 import { buildSnippets, type Snippet } from "../snippets";
-import { usePoll } from "../use-poll";
+import { applyToWindow, useWindow } from "../state/window-state";
 
 function CopyButton({ text, testId, label = "Copy" }: { text: string; testId?: string; label?: string }) {
   const [done, setDone] = useState(false);
@@ -30,7 +30,11 @@ const LANGUAGES: Array<{ id: Snippet["language"]; label: string }> = [
   { id: "python", label: "Python" },
 ];
 
-export function ServerPage({ info, status, onInfo }: { info: ServerInfo | null; status: StatusView | null; onInfo: (info: ServerInfo) => void }) {
+export function ServerPage() {
+  const info = useWindow((s) => s.info);
+  const status = useWindow((s) => s.status);
+  const logSeq = useWindow((s) => s.logSeq);
+  const onInfo = (next: NonNullable<typeof info>) => applyToWindow({ info: next });
   const [lines, setLines] = useState<LogLine[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [key, setKey] = useState<CreatedKeyView | null>(null);
@@ -40,11 +44,20 @@ export function ServerPage({ info, status, onInfo }: { info: ServerInfo | null; 
   const logRef = useRef<HTMLPreElement>(null);
   const followLog = useRef(true);
 
-  usePoll(async () => {
-    const after = lines.at(-1)?.seq ?? 0;
-    const fresh = await consoleApi.logs(after);
-    if (fresh.length) setLines((all) => [...all, ...fresh].slice(-1000));
-  }, 1000);
+  // New lines are read when the pushed log position moves past the last one shown.
+  const lastShown = lines.at(-1)?.seq ?? 0;
+  useEffect(() => {
+    if (logSeq <= lastShown && lastShown !== 0) return;
+    let live = true;
+    consoleApi.logs(lastShown).then(
+      (fresh) => live && fresh.length > 0 && setLines((all) => [...all, ...fresh.filter((l) => l.seq > (all.at(-1)?.seq ?? 0))].slice(-1000)),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [logSeq]);
 
   useEffect(() => {
     if (info) setPort(info.portSetting === null ? "" : String(info.portSetting));
@@ -241,7 +254,7 @@ export function ServerPage({ info, status, onInfo }: { info: ServerInfo | null; 
           </button>
           <span className="muted small" data-testid="port-state">
             {info.portFromEnv
-              ? `SVC_PORT sets the port (${info.port}); unset it to use this setting.`
+              ? `The app was started with a fixed port (${info.port}) from its environment, so this setting waits until it is started without one.`
               : (portSaved ?? `Now on port ${info.port}. A new port applies when the app restarts; clients then need the new base URL.`)}
           </span>
         </form>

@@ -1,16 +1,20 @@
 // What the desktop window's console does, over the running server's own services. The Electron main process
 // answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
 // path. Nothing here is reachable over HTTP.
+import { mkdirSync, watch, type FSWatcher } from "node:fs";
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
+import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
 import { engineBuildHint } from "../../engine/engine-build.js";
 import type { RunningServer } from "../../index.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { AccountInfo } from "../accounts/accounts-service.js";
+import { encodeBatch } from "../batches/batch-object.js";
+import { toFileOut } from "../files/files-service.js";
 import type { KeyInfo } from "../keys/keys-service.js";
 import { fitOf, RECOMMENDED_SPEECH_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
-import type { ModelList, PullEvent } from "../models/models-service.js";
+import type { ModelLoadSettings, ModelList, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
   ConsoleApi,
@@ -23,13 +27,18 @@ import type {
   KeyView,
   LogLine,
   ModelKind,
+  ModelSettings,
   ModelsView,
   PasswordResetView,
   ServerInfo,
   StatusView,
+  WindowTopic,
+  WindowUpdate,
 } from "./contract.js";
 import { CONSOLE_METHODS } from "./contract.js";
 import type { LogBuffer } from "./log-buffer.js";
+import type { FileOut, MessageBatch } from "./wire.js";
+import { WindowFeed } from "./window-feed.js";
 
 export const WINDOW_KEY_NAME = "Desktop window";
 export const LAN_EXPOSURE_SETTING = "lan_exposure";
@@ -37,7 +46,7 @@ export const LAN_EXPOSURE_SETTING = "lan_exposure";
 export const PORT_SETTING = "desktop_port";
 
 export interface ConsoleServiceOptions {
-  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "accounts" | "models" | "engineHost" | "scheduler" | "app">;
+  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "accounts" | "models" | "engineHost" | "scheduler" | "app" | "batches">;
   host: string;
   dataDir: string;
   version: string;
@@ -86,22 +95,126 @@ interface DownloadJob {
   abort: AbortController;
 }
 
+/** A model's settings as the window shows them: null for automatic. */
+function settingsView(settings: ModelLoadSettings): ModelSettings {
+  return { contextSize: settings.contextSize ?? null, sequences: settings.sequences ?? null, gpuLayers: settings.gpuLayers ?? null, threads: settings.threads ?? null };
+}
+
+/**
+ * The models service's messages name its command-line commands; the window gets the same facts in its own
+ * words, naming its own buttons.
+ */
+function inWindowWords(err: unknown, kind: ModelKind = "llm"): unknown {
+  if (!(err instanceof AppError)) return err;
+  const message = ((): string | null => {
+    switch (err.code) {
+      case "model_not_found":
+        return "That model file is no longer in the models folder. The list on the Model page shows what is there.";
+      case "model_active":
+        return kind === "speech"
+          ? "This is the speech model in use: uploads get no transcript once it is removed (Remove asks to confirm that)."
+          : "This is the model in use: press Use on another model first, then remove this one.";
+      case "model_exists":
+        return "A different file of that name is already in the models folder: remove it on the Model page first, then download again.";
+      case "invalid_model_name":
+        return "Pick a model from the list on the Model page.";
+      case "invalid_sha256":
+        return "This download cannot be checked against a checksum: give its source without one.";
+      default:
+        return null;
+    }
+  })();
+  return message === null ? err : new AppError(err.kind, message, { code: err.code, param: err.param, details: err.details, cause: err });
+}
+
 export class ConsoleService implements ConsoleApi {
   private windowKeyValue: { id: string; key: string } | null = null;
   private readonly jobs = new Map<string, DownloadJob>();
   private nextJob = 1;
   private readonly startedAt = Date.now();
   private readonly traffic = { requests: 0, errors: 0 };
+  private readonly feed: WindowFeed;
+  /** What the feed last read of the window account's files and batches (for the work still under way). */
+  private seen: { files: FileOut[]; batches: MessageBatch[] } = { files: [], batches: [] };
+  private folderWatch: FSWatcher | null = null;
 
   constructor(private readonly options: ConsoleServiceOptions) {
-    // Counted where Node hands requests to Fastify, so the count needs nothing from the HTTP layer.
-    options.server.app.server?.on("request", (req: { url?: string }, res: { statusCode: number; once(event: "finish", fn: () => void): unknown }) => {
+    this.feed = new WindowFeed(
+      {
+        info: () => this.serverInfo(),
+        status: () => this.status(),
+        downloads: () => this.downloads(),
+        firstRun: () => this.firstRun(),
+        models: () => this.listModels(),
+        files: async () => (this.seen.files = this.windowFiles()),
+        batches: async () => (this.seen.batches = this.windowBatches()),
+        logSeq: async () => options.logs.lastSeq(),
+      },
+      {
+        backgroundWork: () => {
+          const topics: WindowTopic[] = [];
+          if (this.seen.files.some((f) => f.status === "uploaded")) topics.push("files");
+          if (this.seen.batches.some((b) => b.processing_status !== "ended")) topics.push("batches");
+          if (this.server.scheduler.stats().running > 0) topics.push("status");
+          return topics;
+        },
+        onError: (topic, err) => options.logs.log("debug", `The window's ${topic} could not be read: ${(err as Error).message}`),
+      },
+    );
+    // Counted where Node hands requests to Fastify, so the count needs nothing from the HTTP layer. A request
+    // that ended may have changed what the window shows (an upload, a batch, the counters).
+    options.server.app.server?.on("request", (req: { url?: string }, res: { statusCode: number; once(event: "finish" | "close", fn: () => void): unknown }) => {
       if (!req.url?.startsWith("/v1/")) return;
       this.traffic.requests++;
-      res.once("finish", () => {
+      this.feed.touch("status");
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
         if (res.statusCode >= 400) this.traffic.errors++;
-      });
+        this.feed.touch("status", "files", "batches");
+      };
+      res.once("finish", end);
+      res.once("close", end);
     });
+    options.server.engineHost.onChange(() => this.feed.touch("status", "models", "firstRun"));
+    options.logs.onLine(() => this.feed.touch("logSeq"));
+    // A model file put into (or taken out of) the folder by hand, or by the command line, shows at once.
+    try {
+      mkdirSync(options.server.models.directory, { recursive: true });
+      this.folderWatch = watch(options.server.models.directory, { persistent: false }, () => this.feed.touch("models", "firstRun"));
+      this.folderWatch.on("error", () => this.folderWatch?.close());
+    } catch {
+      // No watching here: the folder's changes show with the next load, use or download.
+    }
+  }
+
+  async watch(version: number): Promise<WindowUpdate> {
+    return this.feed.watch(typeof version === "number" && Number.isFinite(version) ? version : 0);
+  }
+
+  /** Ends the event stream (waiting watches return at once). */
+  close(): void {
+    this.feed.close();
+    this.folderWatch?.close();
+  }
+
+  /** The account the window's key belongs to (the default account). */
+  private windowAccountId(): string | null {
+    return this.server.store.accounts.findByName(DEFAULT_ACCOUNT_NAME)?.id ?? null;
+  }
+
+  private windowFiles(): FileOut[] {
+    const account = this.windowAccountId();
+    if (!account) return [];
+    return this.server.store.files.list(account, nowSeconds(), { limit: 100, order: "desc" }).rows.map(toFileOut);
+  }
+
+  private windowBatches(): MessageBatch[] {
+    const account = this.windowAccountId();
+    if (!account) return [];
+    const base = localBaseUrl(this.server.url);
+    return this.server.batches.list({ accountId: account, limit: 100 }).rows.map((row) => encodeBatch(row, base));
   }
 
   private get server() {
@@ -132,16 +245,23 @@ export class ConsoleService implements ConsoleApi {
     const files = this.server.engineHost.files();
     const hardware = await this.server.models.hardware();
     const queue = this.server.scheduler.stats();
+    const info = status.model;
     return {
       model: {
         state: status.state,
-        name: status.model?.name ?? null,
+        name: info?.name ?? null,
         file: files.current ? basename(files.current) : null,
         loadingFile: files.pending ? basename(files.pending) : null,
-        contextSize: status.model?.contextSize ?? null,
-        threads: status.model?.threads ?? null,
-        gpuLayers: status.model?.gpuLayers ?? null,
-        contextNote: status.model?.contextNote ?? null,
+        contextSize: info?.contextSize ?? null,
+        threads: info?.threads ?? null,
+        gpuLayers: info?.gpuLayers ?? null,
+        contextNote: info?.contextNote ?? null,
+        contextRemedy: info?.contextRemedy ?? null,
+        agentContextSize: info?.agentContextSize ?? null,
+        trainContextSize: info?.trainContextSize || null,
+        sequences: info?.sequences ?? null,
+        totalLayers: info?.totalLayers ?? null,
+        settings: settingsView(files.current ? this.server.models.modelSettings(files.current) : {}),
         error: status.error,
       },
       gpu: hardware.gpu
@@ -170,9 +290,17 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async windowKey(): Promise<string> {
+    // A key of a disabled account is refused, and a new one would be too: say what fixes it.
+    const account = this.server.store.accounts.findByName(DEFAULT_ACCOUNT_NAME);
+    if (account && account.status !== "active")
+      throw new AppError(
+        "permission",
+        `The '${DEFAULT_ACCOUNT_NAME}' account, which holds the window's key, is disabled, so the server refuses the key. Enable it on the Keys page (Accounts, '${DEFAULT_ACCOUNT_NAME}', Enable).`,
+        { code: "window_account_disabled" },
+      );
     const current = this.windowKeyValue;
     if (current) {
-      // Still good unless someone revoked it outside the window (`svc keys revoke`): then make a new one.
+      // Still good unless someone revoked it outside the window (from the command line): then make a new one.
       const row = this.server.store.keys.findById(current.id);
       if (row && row.revoked_at === null) return current.key;
       this.options.logs.log("warn", "The window's key was revoked outside the window; it made a new one.");
@@ -223,7 +351,7 @@ export class ConsoleService implements ConsoleApi {
   async disableAccount(name: string): Promise<AccountView> {
     // The window chats with a key of the default account: disabling it here would break the window itself.
     if (String(name) === DEFAULT_ACCOUNT_NAME)
-      throw new AppError("invalid_request", `The '${DEFAULT_ACCOUNT_NAME}' account holds the window's own key; it cannot be disabled here (\`svc accounts disable ${DEFAULT_ACCOUNT_NAME}\` can).`, {
+      throw new AppError("invalid_request", `The '${DEFAULT_ACCOUNT_NAME}' account holds the window's own key: disabling it would stop the Chat, Files, Batches and Audit pages, so the window keeps it enabled.`, {
         code: "window_account",
       });
     const account = this.server.accounts.disable(String(name));
@@ -254,6 +382,7 @@ export class ConsoleService implements ConsoleApi {
       models: list.models.map((m) => ({
         file: m.file,
         sizeBytes: m.sizeBytes,
+        settings: settingsView(this.server.models.modelSettings(m.path)),
         active: m.active,
         loaded: loaded !== null && resolve(loaded) === resolve(m.path),
         name: m.name,
@@ -300,19 +429,53 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async useModel(file: string, options: { kind?: ModelKind } = {}): Promise<ModelsView> {
-    if (kindOf(options) === "speech") {
-      const used = await this.server.models.useSpeech(String(file ?? ""));
-      this.options.logs.log("info", `Speech model: ${used.file}; uploads of audio and video get transcripts made with it.`);
-    } else await this.server.models.use(String(file));
+    try {
+      if (kindOf(options) === "speech") {
+        const used = await this.server.models.useSpeech(String(file ?? ""));
+        this.options.logs.log("info", `Speech model: ${used.file}; uploads of audio and video get transcripts made with it.`);
+      } else await this.server.models.use(String(file));
+    } catch (err) {
+      throw inWindowWords(err, kindOf(options));
+    } finally {
+      this.feed.touch("models", "status", "firstRun");
+    }
     return this.listModels();
   }
 
   async removeModel(file: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<ModelsView> {
-    if (kindOf(options) === "speech") {
-      const removed = await this.server.models.removeSpeech(String(file ?? ""), { force: options?.force === true });
-      if (removed.wasActive) this.options.logs.log("warn", `Removed ${removed.file}, the speech model in use: uploads get no transcript until another is chosen.`);
-    } else await this.server.models.remove(String(file));
+    try {
+      if (kindOf(options) === "speech") {
+        const removed = await this.server.models.removeSpeech(String(file ?? ""), { force: options?.force === true });
+        if (removed.wasActive) this.options.logs.log("warn", `Removed ${removed.file}, the speech model in use: uploads get no transcript until another is chosen.`);
+      } else await this.server.models.remove(String(file));
+    } catch (err) {
+      throw inWindowWords(err, kindOf(options));
+    } finally {
+      this.feed.touch("models", "firstRun");
+    }
     return this.listModels();
+  }
+
+  async setModelSettings(file: string | null, settings: ModelSettings): Promise<StatusView> {
+    const target = file === null || file === undefined ? this.server.engineHost.files().current : String(file);
+    if (!target) throw new AppError("invalid_request", "No model is loaded: pick one on the Model page first.", { code: "model_not_loaded" });
+    const given = (settings ?? {}) as Partial<ModelSettings>;
+    try {
+      const saved = await this.server.models.setModelSettings(target, {
+        contextSize: given.contextSize ?? undefined,
+        sequences: given.sequences ?? undefined,
+        gpuLayers: given.gpuLayers ?? undefined,
+        threads: given.threads ?? undefined,
+      });
+      this.options.logs.log("info", `Settings of ${basename(target)}: ${describeSettings(saved)}.`);
+    } catch (err) {
+      if (err instanceof AppError && err.code === "model_load_failed")
+        throw new AppError(err.kind, `The model did not load with these settings, so it is back on its previous ones. ${err.message}`, { code: err.code, cause: err });
+      throw inWindowWords(err);
+    } finally {
+      this.feed.touch("models", "status");
+    }
+    return this.status();
   }
 
   /** Starts a download in the background; its progress is read with downloads(). */
@@ -344,7 +507,9 @@ export class ConsoleService implements ConsoleApi {
       },
     };
     this.jobs.set(job.view.id, job);
+    this.feed.touch("downloads");
     const onEvent = (event: PullEvent) => {
+      this.feed.touch("downloads");
       // "done" is set when the pull has returned (its lock released, the line logged), not by its last event:
       // a view that says done before then raced the log line and the lock (seen in the console test).
       if (event.phase !== "done") job.view.phase = event.phase;
@@ -364,6 +529,7 @@ export class ConsoleService implements ConsoleApi {
         job.view.etaSeconds = 0;
         const made = kind === "speech" ? " (now the speech model)" : " (now the active model)";
         this.options.logs.log("info", `Downloaded ${result.file}${result.madeActive ? made : ""}.`);
+        this.feed.touch("downloads", "models", "firstRun", "status");
       },
       (err: unknown) => {
         if (job.abort.signal.aborted) job.view.phase = "cancelled";
@@ -372,6 +538,7 @@ export class ConsoleService implements ConsoleApi {
           job.view.error = (err as Error).message;
           this.options.logs.log("error", `Download of ${source} failed: ${(err as Error).message}`);
         }
+        this.feed.touch("downloads", "models");
       },
     );
     return { ...job.view };
@@ -388,6 +555,7 @@ export class ConsoleService implements ConsoleApi {
       job.abort.abort();
       job.view.phase = "cancelled";
     }
+    this.feed.touch("downloads", "models");
     return { ...job.view };
   }
 
@@ -396,11 +564,16 @@ export class ConsoleService implements ConsoleApi {
     if (!job) throw new AppError("not_found", `No download with id '${id}'.`, { code: "download_not_found" });
     if (!isFinished(job.view)) throw new AppError("conflict", "The download is still running; cancel it first.", { code: "download_in_progress" });
     this.jobs.delete(job.view.id);
+    this.feed.touch("downloads");
     return this.downloads();
   }
 
   async setGpuPreference(gpu: GpuPreference): Promise<StatusView> {
-    await this.server.models.setGpuPreference(gpu);
+    try {
+      await this.server.models.setGpuPreference(gpu);
+    } finally {
+      this.feed.touch("status", "models");
+    }
     return this.status();
   }
 
@@ -416,14 +589,26 @@ export class ConsoleService implements ConsoleApi {
       this.server.store.settings.set(PORT_SETTING, String(port));
     }
     this.options.logs.log("info", `Port for the next start: ${port ?? "8787 (the default)"}; it applies when the app restarts.`);
+    this.feed.touch("info");
     return this.serverInfo();
   }
 
   async setLanExposure(enabled: boolean): Promise<ServerInfo> {
     this.server.store.settings.set(LAN_EXPOSURE_SETTING, enabled === true ? "on" : "off");
     this.options.logs.log("warn", enabled ? "LAN exposure turned on: it applies when the app restarts." : "LAN exposure turned off: it applies when the app restarts.");
+    this.feed.touch("info");
     return this.serverInfo();
   }
+}
+
+function describeSettings(settings: ModelLoadSettings): string {
+  const parts = [
+    settings.contextSize === undefined ? null : `context ${settings.contextSize} tokens`,
+    settings.sequences === undefined ? null : `${settings.sequences} answers at once`,
+    settings.gpuLayers === undefined ? null : `${settings.gpuLayers} GPU layers`,
+    settings.threads === undefined ? null : `${settings.threads} threads`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(", ") : "automatic";
 }
 
 /** The stored port setting, or null when it is unset or not a port. */

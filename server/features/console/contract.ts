@@ -1,7 +1,9 @@
 // The desktop console's contract: what the window may ask the main process for (keys, accounts, models,
 // settings: the things no API key may do). The preload exposes one function, `window.svc.call`; the main
 // process and the UI test harness both answer it with dispatchConsoleCall over the same ConsoleService.
-// This file imports nothing, so the renderer can import its types without pulling in the server.
+// This file imports nothing but the wire types (types too), so the renderer can import its types without
+// pulling in the server.
+import type { ContextRemedy, FileOut, MessageBatch } from "./wire.js";
 
 export type GpuPreference = "auto" | "cuda" | "vulkan" | "metal" | "cpu";
 
@@ -38,8 +40,8 @@ export interface GpuView {
   /** Which llama.cpp binaries run: node-llama-cpp's prebuilt ones, or a build made on this machine; null: not known. */
   build: "prebuilt" | "local" | null;
   /**
-   * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: what `svc engine build` would give and
-   * what it needs (the server logs the same line); null elsewhere.
+   * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: the server log's line on what a build made
+   * on this machine would give (a command-line step; the window does not show it); null elsewhere.
    */
   buildHint: string | null;
 }
@@ -53,8 +55,20 @@ export interface StatusView {
     contextSize: number | null;
     threads: number | null;
     gpuLayers: number | null;
-    /** Why coding agents' requests will not fit the context, and what would help; null when they fit. */
+    /** Why coding agents' requests will not fit the context, and what would help (the log's words); null when they fit. */
     contextNote: string | null;
+    /** The same as facts: what would take a coding agent's first request; null when it fits. */
+    contextRemedy: ContextRemedy | null;
+    /** The context a coding agent's first request needs with this model's tokenizer. */
+    agentContextSize: number | null;
+    /** What the model was trained on (the most any setting can give); null when not known. */
+    trainContextSize: number | null;
+    /** Answers the model can write at once (each with contextSize tokens). */
+    sequences: number | null;
+    /** Layers of the model (gpuLayers of them on the GPU). */
+    totalLayers: number | null;
+    /** The loaded model's own settings (Model page), applied when it loads. */
+    settings: ModelSettings;
     error: string | null;
   };
   gpu: GpuView | null;
@@ -121,10 +135,28 @@ export interface PasswordResetView {
   temporaryPassword: string;
 }
 
+/**
+ * A model's own load settings, kept per model file and applied when it loads (the window's Model page sets
+ * them; changing the loaded model's reloads it). null: automatic (the server sizes it to the memory, or the
+ * server's start-up setting where one was given).
+ */
+export interface ModelSettings {
+  /** Tokens of context per answer. */
+  contextSize: number | null;
+  /** Answers the model writes at once (each with its own context of contextSize tokens). */
+  sequences: number | null;
+  /** Layers put on the GPU (0: none). */
+  gpuLayers: number | null;
+  /** CPU threads. */
+  threads: number | null;
+}
+
 export interface ModelFileView {
   file: string;
   sizeBytes: number;
-  /** The model `svc serve` and the app load at start (the active-model setting). */
+  /** Its own load settings. */
+  settings: ModelSettings;
+  /** The model the app loads at start (the active-model setting). */
   active: boolean;
   /** The model the running server has loaded now. */
   loaded: boolean;
@@ -212,6 +244,29 @@ export interface FirstRunView {
   recommended: { source: string; title: string; description: string; approxBytes: number };
 }
 
+/** What the window shows that changes by itself, pushed by watch(). */
+export interface WindowState {
+  info: ServerInfo;
+  status: StatusView;
+  downloads: DownloadView[];
+  firstRun: FirstRunView;
+  models: ModelsView;
+  /** The window account's files, newest first (as GET /v1/files lists them). */
+  files: FileOut[];
+  /** The window account's message batches, newest first (as GET /v1/messages/batches lists them). */
+  batches: MessageBatch[];
+  /** The newest log line's seq (logs() reads the lines). */
+  logSeq: number;
+}
+
+export type WindowTopic = keyof WindowState;
+
+/** The topics that changed after the version the window had, and the version it has now. */
+export interface WindowUpdate {
+  version: number;
+  changed: Partial<WindowState>;
+}
+
 export interface LogLine {
   seq: number;
   at: number;
@@ -220,12 +275,18 @@ export interface LogLine {
 }
 
 export interface ConsoleApi {
+  /**
+   * The window's event stream: what changed after `version` (everything for 0), at once or as soon as it
+   * changes; after about 25 s without a change, an update that changed nothing.
+   */
+  watch(version: number): Promise<WindowUpdate>;
   serverInfo(): Promise<ServerInfo>;
   status(): Promise<StatusView>;
   firstRun(): Promise<FirstRunView>;
   /**
    * A key for the window's own chat, made for this app session (the previous session's is revoked). A key
-   * revoked meanwhile (say with `svc keys revoke`) is replaced by a new one, so the chat never breaks.
+   * revoked meanwhile (from the command line, say) is replaced by a new one, so the chat never breaks. Rejects
+   * with code window_account_disabled while the account holding it is disabled (Keys page: Enable).
    */
   windowKey(): Promise<string>;
   listKeys(): Promise<KeyView[]>;
@@ -243,9 +304,15 @@ export interface ConsoleApi {
   listModels(): Promise<ModelsView>;
   /** kind "speech": the speech model transcripts use from the next upload on. */
   useModel(file: string, options?: { kind?: ModelKind }): Promise<ModelsView>;
+  /**
+   * Saves a model's own settings (file: a name from listModels, or null for the model loaded now); when it is
+   * the loaded model, reloads it with them and resolves once it serves. A load that fails puts the previous
+   * settings back (the model serves with them again) and rejects with the reason.
+   */
+  setModelSettings(file: string | null, settings: ModelSettings): Promise<StatusView>;
   /** kind "speech" with force: also the speech model in use (uploads then get no transcript). */
   removeModel(file: string, options?: { kind?: ModelKind; force?: boolean }): Promise<ModelsView>;
-  /** kind "speech": a whisper.cpp model; an empty source is the recommended one (as `svc models pull --speech`). */
+  /** kind "speech": a whisper.cpp model; an empty source is the recommended one. */
   startDownload(input: { source: string; sha256?: string; kind?: ModelKind }): Promise<DownloadView>;
   downloads(): Promise<DownloadView[]>;
   cancelDownload(id: string): Promise<DownloadView>;
@@ -262,6 +329,7 @@ export type ConsoleMethod = keyof ConsoleApi;
 
 /** The one list of callable methods; main refuses any other name. */
 export const CONSOLE_METHODS = {
+  watch: true,
   serverInfo: true,
   status: true,
   firstRun: true,
@@ -278,6 +346,7 @@ export const CONSOLE_METHODS = {
   listModels: true,
   useModel: true,
   removeModel: true,
+  setModelSettings: true,
   startDownload: true,
   downloads: true,
   cancelDownload: true,

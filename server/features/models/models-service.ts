@@ -30,6 +30,38 @@ export const SPEECH_MODEL_SETTING = "speech_model";
 /** The desktop app's GPU choice; `--gpu`/SVC_GPU other than auto wins over it. */
 export const GPU_PREFERENCE_SETTING = "gpu_preference";
 export const GPU_PREFERENCES: readonly GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
+/** A model's own load settings (the desktop window's Model page): the setting `model_settings:<file>`, JSON. */
+export const MODEL_SETTINGS_PREFIX = "model_settings:";
+
+/** Per model: what its load takes instead of the server's start-up options (absent: those, or automatic). */
+export interface ModelLoadSettings {
+  contextSize?: number;
+  /** Answers the model writes at once (each with its own context). */
+  sequences?: number;
+  gpuLayers?: number;
+  threads?: number;
+}
+
+const SETTING_LIMITS: Record<keyof ModelLoadSettings, { min: number; max: number; words: string }> = {
+  contextSize: { min: 512, max: 1_048_576, words: "A context size is a whole number of tokens from 512" },
+  sequences: { min: 1, max: 64, words: "Answers at once is a whole number from 1" },
+  gpuLayers: { min: 0, max: 1024, words: "GPU layers is a whole number from 0" },
+  threads: { min: 1, max: 1024, words: "Threads is a whole number from 1" },
+};
+
+/** The settings as given, checked; undefined or null fields are left out (automatic). */
+export function parseModelLoadSettings(input: Record<string, unknown>): ModelLoadSettings {
+  const out: ModelLoadSettings = {};
+  for (const key of Object.keys(SETTING_LIMITS) as Array<keyof ModelLoadSettings>) {
+    const value = input[key];
+    if (value === undefined || value === null) continue;
+    const { min, max, words } = SETTING_LIMITS[key];
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max)
+      throw new AppError("invalid_request", `${words} to ${max} (got ${JSON.stringify(value)}).`, { code: "invalid_model_settings", param: key });
+    out[key] = value;
+  }
+  return out;
+}
 const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
 
@@ -384,7 +416,7 @@ export class ModelsService {
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     if (this.host)
       try {
-        await this.host.load({ ...this.engineOptions, modelPath: path });
+        await this.host.load(this.loadOptions(path));
         this.serving = this.seen;
       } catch (err) {
         this.restoreSetting(previous, this.seen);
@@ -595,10 +627,51 @@ export class ModelsService {
     if (!this.host || !current) return;
     this.log("info", `GPU preference: ${gpu}; loading the model again.`);
     try {
-      await this.host.load({ ...this.engineOptions, modelPath: current });
+      await this.host.load(this.loadOptions(current));
     } catch (err) {
       throw new AppError("unprocessable", `The model did not load with GPU preference ${gpu}: ${(err as Error).message}`, { code: "model_load_failed" });
     }
+  }
+
+  /** A model's own load settings ({} when it has none): by its name in the models folder, or its path. */
+  modelSettings(fileOrPath: string): ModelLoadSettings {
+    const row = this.store.settings.get(MODEL_SETTINGS_PREFIX + this.resolveModel(fileOrPath).file);
+    if (!row) return {};
+    try {
+      return parseModelLoadSettings(JSON.parse(row.value) as Record<string, unknown>);
+    } catch {
+      return {};
+    }
+  }
+
+  /** What a load of this model file takes: the server's options with the model's own settings over them. */
+  loadOptions(path: string): LlamaEngineOptions {
+    return { ...this.engineOptions, ...this.modelSettings(path), modelPath: path };
+  }
+
+  /**
+   * Saves a model's own settings; when the running server has that model loaded, loads it again with them
+   * (through the host, as a switch: running requests finish first). A load that fails puts the previous
+   * settings back and rejects (the host has loaded the model again with its previous options).
+   */
+  async setModelSettings(fileOrPath: string, settings: ModelLoadSettings): Promise<ModelLoadSettings> {
+    const { file, path } = this.resolveModel(fileOrPath);
+    const checked = parseModelLoadSettings(settings as Record<string, unknown>);
+    const key = MODEL_SETTINGS_PREFIX + file;
+    const previous = this.store.settings.get(key);
+    if (Object.keys(checked).length === 0) this.store.settings.delete(key);
+    else this.store.settings.set(key, JSON.stringify(checked));
+    const current = this.host?.files().current;
+    if (!this.host || !current || resolve(current) !== resolve(path)) return checked;
+    this.log("info", `New settings for ${basename(path)}: loading it again.`);
+    try {
+      await this.host.load(this.loadOptions(current));
+    } catch (err) {
+      if (previous) this.store.settings.set(key, previous.value);
+      else this.store.settings.delete(key);
+      throw err;
+    }
+    return checked;
   }
 
   async hardware(): Promise<HardwareReport> {
@@ -652,7 +725,7 @@ export class ModelsService {
         return;
       }
       this.log("info", `Active model: ${row.value}; loading it.`);
-      await this.host.load({ ...this.engineOptions, modelPath: this.pathOf(row.value) });
+      await this.host.load(this.loadOptions(this.pathOf(row.value)));
       this.serving = row;
     } catch (err) {
       this.log("error", `Could not switch to ${row?.value}: ${(err as Error).message}`);
