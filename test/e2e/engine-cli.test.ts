@@ -84,7 +84,7 @@ describe("svc engine", () => {
   it("explains wrong usage with exit 2 and prints its help", () => {
     const bad = runSvc(["engine", "explode"]);
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("Unknown engine command 'explode'. Use status, build or remove.");
+    expect(bad.stderr).toContain("Unknown engine command 'explode'. Use status, build, remove or warm-start.");
     const extra = runSvc(["engine", "build", "now"]);
     expect(extra.status).toBe(2);
     expect(extra.stderr).toContain("Unexpected argument 'now'");
@@ -92,6 +92,10 @@ describe("svc engine", () => {
     expect(help.status).toBe(0);
     expect(help.stdout).toContain("svc engine [status] | svc engine build | svc engine remove");
     expect(help.stdout).toContain("sudo apt-get install cmake build-essential git");
+    expect(help.stdout).toContain("svc engine warm-start [list | clear] [--data-dir DIR]");
     expect(runSvc(["--help"]).stdout).toContain("svc engine [status] | svc engine build | svc engine remove");
+    const badWarm = runSvc(["engine", "warm-start", "melt"]);
+    expect(badWarm.status).toBe(2);
+    expect(badWarm.stderr).toContain("Unknown warm-start command 'melt'. Use list or clear.");
   });
 });
