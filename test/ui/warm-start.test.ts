@@ -1,6 +1,7 @@
 // Issue 43 in the window: the Server page's Warm start switch (off by default) turns it on and the model loads
 // again with it (/health says so); a chat with a long system prompt saves its prefix, which the page lists;
-// Clear asks first, then deletes the files; off again loads the model without it. Started with warm start set
+// Clear asks first, then deletes the files (and the engine saves the next one); off again loads the model
+// without it and keeps what was saved. Started with warm start set
 // by the start-up options, the switch shows that state, disabled, with a note in the window's words.
 // Screenshots: warm-start-*.png (1280×860 and 800×600).
 import { existsSync, readdirSync } from "node:fs";
@@ -73,16 +74,22 @@ describe.skipIf(skip !== null)("warm start in the window", () => {
     expect(ui.server.models.loadOptions(ui.server.engineHost.files().current!).warmStart).toMatchObject({ dir: join(ui.dataDir, "warm-start") });
   });
 
-  it("a chat with a long system prompt saves its prefix, and the Server page lists it", { timeout: 180_000 }, async () => {
+  /** A new chat in the window with this system prompt, answered. */
+  async function chatWith(system: string) {
     await ui.open("chat");
+    await ui.page.getByTestId("chat-new").click();
     await ui.page.getByTestId("chat-effort").selectOption("none");
     await ui.page.getByTestId("chat-settings").click();
-    await ui.page.getByTestId("settings-system-prompt").fill(SYSTEM);
+    await ui.page.getByTestId("settings-system-prompt").fill(system);
     await ui.page.getByTestId("chat-settings").click();
     await ui.page.getByTestId("chat-input").fill("Hello");
     await ui.page.getByTestId("chat-send").click();
     const answer = ui.page.getByTestId("turn-assistant").last();
     await expect.poll(() => answer.getAttribute("data-status"), { timeout: 120_000 }).toBe("done");
+  }
+
+  it("a chat with a long system prompt saves its prefix, and the Server page lists it", { timeout: 180_000 }, async () => {
+    await chatWith(SYSTEM);
     expect(savedStates(ui.dataDir)).toHaveLength(1);
 
     await ui.open("server");
@@ -98,7 +105,7 @@ describe.skipIf(skip !== null)("warm start in the window", () => {
     await screenshots("warm-start-saved");
   });
 
-  it("Clear asks first; Keep keeps the files, Delete removes them from disk and the list", async () => {
+  it("Clear asks first; Keep keeps the files, Delete removes them from disk and the list; later prompts are saved again", { timeout: 180_000 }, async () => {
     await card().getByTestId("warm-clear").click();
     const confirm = card().getByTestId("warm-clear-confirm");
     expect(await card().textContent()).toContain("Delete the saved prompt?");
@@ -113,13 +120,23 @@ describe.skipIf(skip !== null)("warm start in the window", () => {
     expect(savedStates(ui.dataDir)).toEqual([]);
     expect((await health()).warm_start.prefixes).toEqual([]);
     expect(await card().getByTestId("warm-prefixes").textContent()).toContain("Nothing saved yet");
+
+    // The running engine saves the next long prompt (into the folder the clear removed).
+    await chatWith(SYSTEM.replace(/^answer/, "rivers"));
+    expect(savedStates(ui.dataDir)).toHaveLength(1);
+    await ui.open("server");
+    await expect.poll(() => card().getByTestId("warm-prefix").count(), { timeout: 10_000 }).toBe(1);
   });
 
   it("the switch turns it off: the model loads again without warm start, and the setting says off", { timeout: 180_000 }, async () => {
     const toggle = card().getByTestId("warm-start-switch");
     await toggle.click();
-    await expect.poll(state, { timeout: 90_000 }).toBe("Off: nothing is saved.");
+    // What was saved stays listed (and on disk) until cleared.
+    await expect.poll(state, { timeout: 90_000 }).toBe("Off: nothing more is saved. What was saved before stays until you clear it.");
     expect(await toggle.isChecked()).toBe(false);
+    expect(await card().getByTestId("warm-prefix").count()).toBe(1);
+    expect(savedStates(ui.dataDir)).toHaveLength(1);
+    expect(await card().getByTestId("warm-clear").isDisabled()).toBe(false);
     expect((await health()).warm_start).toEqual({ enabled: false });
     expect(ui.server.store.settings.get("warm_start")?.value).toBe("off");
     expect(ui.server.models.loadOptions(ui.server.engineHost.files().current!).warmStart).toBeUndefined();
