@@ -97,7 +97,7 @@ export function WarmStartSection() {
         columns={COLUMNS}
         rowKey={(p) => p.id}
         rowAttributes={(p) => ({ "data-testid": "warm-prefix", "data-tokens": String(p.tokens) })}
-        empty={warm.enabled ? "Nothing saved yet: a system prompt is saved the first time the model reads it." : "Nothing saved."}
+        empty={warm.enabled ? "Nothing saved yet: a long system prompt is saved the first time the model reads it." : "Nothing saved."}
       />
       <div className="toolbar">
         {confirming ? (
