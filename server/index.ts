@@ -118,10 +118,19 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
   // Warm start: the flag or environment, else the window's setting; off unless turned on (warm-start.ts).
+  // The choice is part of the options every later load takes (ModelsService.setWarmStart changes it).
   const warm = config.warmStart ?? store.settings.get(WARM_START_SETTING)?.value === "on";
-  const warmStart = warm ? { dir: warmStartDir(config.dataDir), maxBytes: (config.warmStartMaxGb ?? 8) * 2 ** 30 } : undefined;
+  const warmStartMaxBytes = (config.warmStartMaxGb ?? 8) * 2 ** 30;
+  const warmStart = warm ? { dir: warmStartDir(config.dataDir), maxBytes: warmStartMaxBytes } : undefined;
   const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, log };
-  const models = new ModelsService({ store, dataDir: config.dataDir, host: engineHost, engineOptions, log });
+  const models = new ModelsService({
+    store,
+    dataDir: config.dataDir,
+    host: engineHost,
+    engineOptions,
+    log,
+    warmStart: { maxBytes: warmStartMaxBytes, forced: config.warmStart !== undefined },
+  });
   try {
     if (config.modelPath) await engineHost.load(models.loadOptions(config.modelPath));
     else {

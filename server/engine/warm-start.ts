@@ -94,6 +94,8 @@ export class WarmStart {
     const final = this.path(key, tokens);
     const temp = `${final}.tmp-${process.pid}`;
     try {
+      // The folder goes with a clear (the window's Clear, `svc engine warm-start clear`) while the engine runs.
+      mkdirSync(this.options.dir, { recursive: true, mode: 0o700 });
       await sequence.saveStateToFile(temp);
       await chmod(temp, 0o600);
       renameSync(temp, final);

@@ -1,6 +1,6 @@
 // The desktop console's service, as the window's IPC calls reach it (dispatchConsoleCall), over a real server
 // without a model; and the CORS policy the window's requests depend on.
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +18,7 @@ import type {
   PasswordResetView,
   ServerInfo,
   StatusView,
+  WarmStartView,
   WindowUpdate,
 } from "../../server/features/console/contract.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
@@ -281,7 +282,7 @@ describe("console calls", () => {
 describe("the window's event stream, its account, and a model's own settings", () => {
   it("watch: everything at first, then what changed, pushed when it changes (an upload by any client)", async () => {
     const first = await call<WindowUpdate>("watch", 0);
-    expect(Object.keys(first.changed).sort()).toEqual(["batches", "downloads", "files", "firstRun", "info", "logSeq", "models", "status"]);
+    expect(Object.keys(first.changed).sort()).toEqual(["batches", "downloads", "files", "firstRun", "info", "logSeq", "models", "status", "warmStart"]);
     expect(first.version).toBeGreaterThan(0);
     // Nothing changed since: the call waits; an upload with the window's key wakes it with the new file.
     const next = call<WindowUpdate>("watch", first.version);
@@ -328,6 +329,92 @@ describe("the window's event stream, its account, and a model's own settings", (
     expect(await dispatchConsoleCall(service, "setModelSettings", [null, { contextSize: 12 }])).toMatchObject({ ok: false, error: { code: "invalid_model_settings" } });
     const automatic = await call<StatusView>("setModelSettings", "console.gguf", { contextSize: null, sequences: null, gpuLayers: null, threads: null });
     expect(automatic.model).toMatchObject({ contextSize: 1024, settings: { contextSize: null } });
+  });
+});
+
+describe("warm start (issue 43): the window's switch and the saved prefixes", () => {
+  const health = async () => ((await (await fetch(`${server.url}/health`)).json()) as { warm_start: { enabled: boolean; prefixes?: unknown[] } }).warm_start;
+  const warmDir = () => join(dataDir, "warm-start");
+
+  it("off by default; on keeps the setting and reloads the model with it, and later loads keep it; off reloads without", async () => {
+    await call("useModel", "console.gguf");
+    expect(await call<WarmStartView>("warmStart")).toEqual({ enabled: false, forced: false, active: false, minTokens: 1024, maxBytes: 8 * 2 ** 30, prefixes: [] });
+    expect(await health()).toEqual({ enabled: false });
+
+    const on = await call<WarmStartView>("setWarmStart", true);
+    expect(on).toMatchObject({ enabled: true, forced: false, active: true, minTokens: 1024 });
+    expect(server.store.settings.get("warm_start")?.value).toBe("on");
+    expect(await health()).toEqual({ enabled: true, min_tokens: 1024, prefixes: [] });
+    expect(logs.since().some((l) => l.message === "Warm start on: loading the model again.")).toBe(true);
+    // A model's own settings load it again: warm start stays on (it is part of every load's options).
+    await call("setModelSettings", null, { contextSize: 2048, sequences: null, gpuLayers: null, threads: null });
+    expect(await call<WarmStartView>("warmStart")).toMatchObject({ enabled: true, active: true });
+    expect(server.models.loadOptions(server.engineHost.files().current!).warmStart).toEqual({ dir: warmDir(), maxBytes: 8 * 2 ** 30 });
+    await call("setModelSettings", null, { contextSize: null, sequences: null, gpuLayers: null, threads: null });
+
+    const off = await call<WarmStartView>("setWarmStart", false);
+    expect(off).toMatchObject({ enabled: false, active: false });
+    expect(server.store.settings.get("warm_start")?.value).toBe("off");
+    expect(await health()).toEqual({ enabled: false });
+    expect(server.models.loadOptions(server.engineHost.files().current!).warmStart).toBeUndefined();
+    // Not a boolean: refused as data, nothing changes.
+    expect(await dispatchConsoleCall(service, "setWarmStart", ["on"])).toMatchObject({ ok: false, error: { code: "invalid_warm_start" } });
+    expect(server.store.settings.get("warm_start")?.value).toBe("off");
+  });
+
+  it("lists the saved prefixes (kept while off), pushes them through watch, and clears them from disk", async () => {
+    const before = await call<WindowUpdate>("watch", 0);
+    expect(before.changed.warmStart?.prefixes).toEqual([]);
+    // Two states as the engine names them (<key>-<tokens>.state), as a request's prompt would have saved them.
+    mkdirSync(warmDir(), { recursive: true });
+    writeFileSync(join(warmDir(), `${"a".repeat(64)}-2048.state`), Buffer.alloc(3000));
+    writeFileSync(join(warmDir(), `${"b".repeat(64)}-1500.state`), Buffer.alloc(2000));
+    writeFileSync(join(warmDir(), "notes.txt"), "not a state");
+    const listed = await call<WarmStartView>("warmStart");
+    expect(listed.prefixes.map((p) => ({ ...p, lastUsed: typeof p.lastUsed }))).toEqual(
+      expect.arrayContaining([
+        { id: "aaaaaaaaaaaa", tokens: 2048, bytes: 3000, lastUsed: "number" },
+        { id: "bbbbbbbbbbbb", tokens: 1500, bytes: 2000, lastUsed: "number" },
+      ]),
+    );
+    expect(listed.prefixes).toHaveLength(2);
+
+    // A request to the API that ends makes the feed read them again (what a long prompt's first request saves).
+    const pending = call<WindowUpdate>("watch", before.version);
+    expect((await fetch(`${server.url}/v1/models`)).ok).toBe(true);
+    let update = await pending;
+    for (let i = 0; i < 5 && !update.changed.warmStart; i++) update = await call<WindowUpdate>("watch", update.version);
+    expect(update.changed.warmStart?.prefixes).toHaveLength(2);
+    const next = call<WindowUpdate>("watch", update.version);
+    const cleared = await call<WarmStartView>("clearWarmPrefixes");
+    expect(cleared.prefixes).toEqual([]);
+    update = await next;
+    for (let i = 0; i < 5 && !update.changed.warmStart; i++) update = await call<WindowUpdate>("watch", update.version);
+    expect(update.changed.warmStart?.prefixes).toEqual([]);
+    expect(existsSync(warmDir()) ? readdirSync(warmDir()).filter((n) => n.endsWith(".state")) : []).toEqual([]);
+    expect(logs.since().some((l) => l.message === "Warm start: deleted 2 saved prompt prefixes.")).toBe(true);
+  });
+
+  it("set by the start-up options: shown as forced, and the switch is refused in the window's words", async () => {
+    const forcedDir = mkdtempSync(join(tmpdir(), "svc-console-warm-"));
+    const forcedLogs = new LogBuffer();
+    const forced = await startServer(
+      { host: "127.0.0.1", port: 0, dataDir: forcedDir, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", logLevel: "silent", warmStart: true },
+      forcedLogs.log,
+    );
+    const forcedService = new ConsoleService({ server: forced, host: "127.0.0.1", dataDir: forcedDir, version: "test", logs: forcedLogs, portNote: null });
+    try {
+      expect(await forcedService.warmStart()).toMatchObject({ enabled: true, forced: true, active: false, prefixes: [] });
+      const refused = await dispatchConsoleCall(forcedService, "setWarmStart", [false]);
+      expect(refused).toMatchObject({ ok: false, error: { code: "warm_start_forced" } });
+      expect((refused as { error: { message: string } }).error.message).not.toMatch(/svc |--|`|SVC_/);
+      expect(forced.store.settings.get("warm_start")).toBeUndefined();
+      expect(forced.models.warmStart()).toMatchObject({ enabled: true, forced: true });
+    } finally {
+      forcedService.close();
+      await forced.close();
+      rmSync(forcedDir, { recursive: true, force: true });
+    }
   });
 });
 

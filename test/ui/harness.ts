@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { extname, join, normalize, sep } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { ConsoleService, dispatchConsoleCall } from "../../server/features/console/console-service.js";
+import type { ServeConfig } from "../../server/config.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
 import { startServer, type RunningServer } from "../../server/index.js";
 import { packageVersion } from "../../server/version.js";
@@ -180,12 +181,15 @@ export interface UiHarness {
 
 const AXE_SOURCE = readFileSync(join(ROOT, "node_modules", "axe-core", "axe.min.js"), "utf8");
 
-/** Without a model path the server starts as on a first run: no model, following the active-model setting. */
-export async function startUiHarness(modelPath?: string): Promise<UiHarness> {
+/**
+ * Without a model path the server starts as on a first run: no model, following the active-model setting.
+ * `config` adds start-up options (as flags or the environment would give them).
+ */
+export async function startUiHarness(modelPath?: string, config: Partial<ServeConfig> = {}): Promise<UiHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-ui-"));
   const logs = new LogBuffer();
   const server = await startServer(
-    { host: "127.0.0.1", port: 0, dataDir, modelPath, threads: 1, sequences: 2, contextSize: 4096, gpu: "cpu", logLevel: "silent" },
+    { host: "127.0.0.1", port: 0, dataDir, modelPath, threads: 1, sequences: 2, contextSize: 4096, gpu: "cpu", logLevel: "silent", ...config },
     logs.log,
   );
   const proxy = new SlowProxy(new URL(server.url));

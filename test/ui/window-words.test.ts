@@ -7,13 +7,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { StatusView } from "../../server/features/console/contract.js";
+import { CLI_WORDS } from "./cli-words.js";
 import { RENDERER_DIR, startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
 
 const skip = uiSkipReason();
-
-/** A command of the CLI, one of its flags, or an environment variable that sets one (SVC_API_KEY is the examples' own). */
-export const CLI_WORDS =
-  /\bsvc (serve|keys|accounts|models|engine|help)\b|(^|[\s(`'"=])--(context-size|sequences|threads|gpu|gpu-layers|model|port|host|lan|mmap|data-dir|force|speech|sha256|log-level|help)\b|\bSVC_(?!API_KEY\b)[A-Z][A-Z_]*\b/;
 
 /** What the page says: its text (not the code of the Server page's examples, nor the server's log) and its labels. */
 export async function pageWords(page: UiHarness["page"]): Promise<string> {

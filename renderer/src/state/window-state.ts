@@ -1,7 +1,7 @@
 // The window's one store of what the main process pushes (console-service's watch: the model's state,
-// downloads, models, the window account's files and batches, the log's position). Pages subscribe to the part
-// they show by selector; nothing in the window polls.
-import type { DownloadView, FirstRunView, ModelsView, ServerInfo, StatusView } from "../../../server/features/console/contract";
+// downloads, models, the window account's files and batches, warm start, the log's position). Pages subscribe
+// to the part they show by selector; nothing in the window polls.
+import type { DownloadView, FirstRunView, ModelsView, ServerInfo, StatusView, WarmStartView } from "../../../server/features/console/contract";
 import type { FileOut, MessageBatch } from "../../../server/features/console/wire";
 import { consoleApi, isDownloadRunning } from "../console-client";
 import { createStore, useStore } from "./store";
@@ -14,6 +14,7 @@ export interface WindowStoreState {
   models: ModelsView | null;
   files: FileOut[] | null;
   batches: MessageBatch[] | null;
+  warmStart: WarmStartView | null;
   logSeq: number;
   /** Why the window has lost its main process, while it has. */
   bridgeError: string | null;
@@ -27,6 +28,7 @@ export const windowStore = createStore<WindowStoreState>({
   models: null,
   files: null,
   batches: null,
+  warmStart: null,
   logSeq: 0,
   bridgeError: null,
 });

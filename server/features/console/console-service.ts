@@ -7,6 +7,7 @@ import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
 import { engineBuildHint } from "../../engine/engine-build.js";
+import { WARM_START_MIN_TOKENS } from "../../engine/warm-start.js";
 import type { RunningServer } from "../../index.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { AccountInfo } from "../accounts/accounts-service.js";
@@ -32,6 +33,7 @@ import type {
   PasswordResetView,
   ServerInfo,
   StatusView,
+  WarmStartView,
   WindowTopic,
   WindowUpdate,
 } from "./contract.js";
@@ -120,6 +122,8 @@ function inWindowWords(err: unknown, kind: ModelKind = "llm"): unknown {
         return "Pick a model from the list on the Model page.";
       case "invalid_sha256":
         return "This download cannot be checked against a checksum: give its source without one.";
+      case "warm_start_forced":
+        return "Warm start was set when the app was started, and that wins over this switch until the app is started without it.";
       default:
         return null;
     }
@@ -148,6 +152,7 @@ export class ConsoleService implements ConsoleApi {
         models: () => this.listModels(),
         files: async () => (this.seen.files = this.windowFiles()),
         batches: async () => (this.seen.batches = this.windowBatches()),
+        warmStart: () => this.warmStart(),
         logSeq: async () => options.logs.lastSeq(),
       },
       {
@@ -172,12 +177,13 @@ export class ConsoleService implements ConsoleApi {
         if (ended) return;
         ended = true;
         if (res.statusCode >= 400) this.traffic.errors++;
-        this.feed.touch("status", "files", "batches");
+        // A long system prompt's first request saves its prefix (warm start).
+        this.feed.touch("status", "files", "batches", "warmStart");
       };
       res.once("finish", end);
       res.once("close", end);
     });
-    options.server.engineHost.onChange(() => this.feed.touch("status", "models", "firstRun"));
+    options.server.engineHost.onChange(() => this.feed.touch("status", "models", "firstRun", "warmStart"));
     options.logs.onLine(() => this.feed.touch("logSeq"));
     // A model file put into (or taken out of) the folder by hand, or by the command line, shows at once.
     try {
@@ -575,6 +581,40 @@ export class ConsoleService implements ConsoleApi {
       this.feed.touch("status", "models");
     }
     return this.status();
+  }
+
+  async warmStart(): Promise<WarmStartView> {
+    const state = this.server.models.warmStart();
+    const model = this.server.engineHost.status();
+    const active = model.state === "ready" ? (model.model?.warmStart ?? null) : null;
+    return {
+      enabled: state.enabled,
+      forced: state.forced,
+      active: active !== null,
+      minTokens: active?.minTokens ?? WARM_START_MIN_TOKENS,
+      maxBytes: state.maxBytes,
+      prefixes: this.server.models.warmPrefixes().map((p) => ({ id: p.key.slice(0, 12), tokens: p.tokens, bytes: p.bytes, lastUsed: Math.round(p.lastUsed) })),
+    };
+  }
+
+  async setWarmStart(enabled: boolean): Promise<WarmStartView> {
+    if (typeof enabled !== "boolean") throw new AppError("invalid_request", "Warm start is on (true) or off (false).", { code: "invalid_warm_start" });
+    try {
+      await this.server.models.setWarmStart(enabled);
+      this.options.logs.log("info", enabled ? "Warm start turned on: long system prompts are saved and restored after a restart." : "Warm start turned off: nothing more is saved; saved prompts stay until cleared.");
+    } catch (err) {
+      throw inWindowWords(err);
+    } finally {
+      this.feed.touch("warmStart", "status", "models");
+    }
+    return this.warmStart();
+  }
+
+  async clearWarmPrefixes(): Promise<WarmStartView> {
+    const count = this.server.models.clearWarmPrefixes();
+    this.options.logs.log("info", `Warm start: deleted ${count} saved prompt prefix${count === 1 ? "" : "es"}.`);
+    this.feed.touch("warmStart");
+    return this.warmStart();
   }
 
   async logs(afterSeq?: number): Promise<LogLine[]> {

@@ -238,6 +238,35 @@ export interface DownloadView {
   startedAt: number;
 }
 
+/** A prompt prefix warm start saved (docs/configuration.md, "Warm start"). */
+export interface WarmPrefixView {
+  /** The start of its key (a hash of the model, the engine and the prefix's tokens): tells prefixes apart. */
+  id: string;
+  tokens: number;
+  bytes: number;
+  /** When it was last saved or restored (epoch ms). */
+  lastUsed: number;
+}
+
+/**
+ * Warm start: the long prompt prefixes (system prompt and tools before the first user message) whose reading
+ * the model saves on disk and restores after a restart. Off unless turned on.
+ */
+export interface WarmStartView {
+  /** On for the loads from now on: the window's setting, or the server's start-up options where they decide. */
+  enabled: boolean;
+  /** The server's start-up options set it on or off: the window's setting does not apply while they do. */
+  forced: boolean;
+  /** The model loaded now saves and restores prefixes (false while none is loaded, or it loads). */
+  active: boolean;
+  /** The shortest prefix saved, in tokens. */
+  minTokens: number;
+  /** Bytes the saved prefixes may take together (the least recently used go first). */
+  maxBytes: number;
+  /** The saved prefixes, the most recently used first; turning warm start off keeps them until cleared. */
+  prefixes: WarmPrefixView[];
+}
+
 export interface FirstRunView {
   /** No model is loaded, none is active and the models folder is empty: offer the recommended one. */
   needsModel: boolean;
@@ -255,6 +284,8 @@ export interface WindowState {
   files: FileOut[];
   /** The window account's message batches, newest first (as GET /v1/messages/batches lists them). */
   batches: MessageBatch[];
+  /** Warm start's setting and saved prefixes. */
+  warmStart: WarmStartView;
   /** The newest log line's seq (logs() reads the lines). */
   logSeq: number;
 }
@@ -320,6 +351,14 @@ export interface ConsoleApi {
   dismissDownload(id: string): Promise<DownloadView[]>;
   setGpuPreference(gpu: GpuPreference): Promise<StatusView>;
   logs(afterSeq?: number): Promise<LogLine[]>;
+  warmStart(): Promise<WarmStartView>;
+  /**
+   * Turns warm start on or off and keeps the choice for the next start; a loaded model loads again with it
+   * (resolves once it serves). Rejects with code warm_start_forced when the server's start-up options set it.
+   */
+  setWarmStart(enabled: boolean): Promise<WarmStartView>;
+  /** Deletes every saved prefix. */
+  clearWarmPrefixes(): Promise<WarmStartView>;
   setLanExposure(enabled: boolean): Promise<ServerInfo>;
   /** The port for the next start (1024-65535), or null for the default; applies when the app restarts. */
   setPort(port: number | null): Promise<ServerInfo>;
@@ -353,6 +392,9 @@ export const CONSOLE_METHODS = {
   dismissDownload: true,
   setGpuPreference: true,
   logs: true,
+  warmStart: true,
+  setWarmStart: true,
+  clearWarmPrefixes: true,
   setLanExposure: true,
   setPort: true,
 } as const satisfies Record<ConsoleMethod, true>;

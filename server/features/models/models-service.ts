@@ -11,6 +11,7 @@ import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
 import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
+import { clearWarmPrefixes, listWarmPrefixes, WARM_START_MAX_BYTES, WARM_START_SETTING, warmStartDir, type WarmPrefix } from "../../engine/warm-start.js";
 import { formatBytes } from "../../core/format.js";
 import { keptBytesOfPartial, openModelDownload, PARTIAL_DOWNLOAD_SUFFIX, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
@@ -189,6 +190,21 @@ export interface ModelsServiceOptions {
   engineOptions?: Omit<LlamaEngineOptions, "modelPath">;
   log?: HostLog;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Warm start (docs/configuration.md, "Warm start"): how many bytes its saved prefixes may take, and whether
+   * the server's start-up options decided it (--warm-start, SVC_WARM_START), so the stored setting does not apply.
+   */
+  warmStart?: { maxBytes?: number; forced?: boolean };
+}
+
+/** Warm start as the loads from now on take it. */
+export interface WarmStartState {
+  enabled: boolean;
+  /** The start-up options decided it: setWarmStart refuses. */
+  forced: boolean;
+  /** Where the saved prefixes are (whether or not it is on: turning it off keeps them until cleared). */
+  dir: string;
+  maxBytes: number;
 }
 
 function sameSetting(a: SettingRow | undefined, b: SettingRow | undefined): boolean {
@@ -213,12 +229,14 @@ export class ModelsService {
   private seen: SettingRow | undefined;
   private serving: SettingRow | undefined;
   private applying: Promise<void> | null = null;
+  private readonly warm: { maxBytes: number; forced: boolean };
 
   constructor(options: ModelsServiceOptions) {
     this.store = options.store;
     this.dataDir = options.dataDir;
     this.host = options.host;
     this.engineOptions = options.engineOptions ?? {};
+    this.warm = { maxBytes: options.warmStart?.maxBytes ?? options.engineOptions?.warmStart?.maxBytes ?? WARM_START_MAX_BYTES, forced: options.warmStart?.forced === true };
     this.log = options.log ?? (() => undefined);
     this.env = options.env ?? process.env;
   }
@@ -631,6 +649,48 @@ export class ModelsService {
     } catch (err) {
       throw new AppError("unprocessable", `The model did not load with GPU preference ${gpu}: ${(err as Error).message}`, { code: "model_load_failed" });
     }
+  }
+
+  /** Warm start for the loads from now on (it is part of every load's options, a switch's and a restart's too). */
+  warmStart(): WarmStartState {
+    return { enabled: this.engineOptions.warmStart !== undefined, forced: this.warm.forced, dir: warmStartDir(this.dataDir), maxBytes: this.warm.maxBytes };
+  }
+
+  /**
+   * Turns warm start on or off, remembers it for the next start (WARM_START_SETTING) and loads the serving
+   * model again with it (a model's engine takes it when it loads). A load that fails puts the previous choice
+   * back (the host has loaded the model again as it was) and rejects. Refused when the start-up options decided it.
+   */
+  async setWarmStart(enabled: boolean): Promise<void> {
+    if (this.warm.forced)
+      throw new AppError("conflict", "Warm start was set by the server's start-up options (--warm-start or SVC_WARM_START), which win over the stored setting.", {
+        code: "warm_start_forced",
+      });
+    const previous = { options: this.engineOptions, setting: this.store.settings.get(WARM_START_SETTING) };
+    const { warmStart: _, ...rest } = this.engineOptions;
+    this.engineOptions = enabled ? { ...rest, warmStart: { dir: warmStartDir(this.dataDir), maxBytes: this.warm.maxBytes } } : rest;
+    this.store.settings.set(WARM_START_SETTING, enabled ? "on" : "off");
+    const current = this.host?.files().current;
+    if (!this.host || !current) return;
+    this.log("info", `Warm start ${enabled ? "on" : "off"}: loading the model again.`);
+    try {
+      await this.host.load(this.loadOptions(current));
+    } catch (err) {
+      this.engineOptions = previous.options;
+      if (previous.setting) this.store.settings.set(WARM_START_SETTING, previous.setting.value);
+      else this.store.settings.delete(WARM_START_SETTING);
+      throw new AppError("unprocessable", `The model did not load with warm start ${enabled ? "on" : "off"}: ${(err as Error).message}`, { code: "model_load_failed" });
+    }
+  }
+
+  /** The prefixes warm start saved, the most recently used first. */
+  warmPrefixes(): WarmPrefix[] {
+    return listWarmPrefixes(warmStartDir(this.dataDir));
+  }
+
+  /** Deletes every saved prefix (a running engine saves new ones from its next long prompt); returns how many. */
+  clearWarmPrefixes(): number {
+    return clearWarmPrefixes(warmStartDir(this.dataDir));
   }
 
   /** A model's own load settings ({} when it has none): by its name in the models folder, or its path. */
