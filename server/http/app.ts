@@ -74,7 +74,7 @@ export type KeyedPlugin = (scope: FastifyInstance, deps: ServerDeps) => Promise<
 export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const limits = resolveConnectionLimits(options.connections);
   const app = Fastify({
-    ...connectionOptions(limits),
+    ...connectionOptions(limits, deps.log),
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req_"),
