@@ -23,7 +23,7 @@ import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { keyIsValid, requireKey } from "./auth.js";
-import { checkBodyDepth } from "./body-limits.js";
+import { checkJsonBody } from "./body-limits.js";
 import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
 import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
@@ -118,25 +118,27 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     done();
   });
 
-  // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
-  // send JSON; parse it as such.
-  app.removeContentTypeParser("text/plain");
+  // 3. Parsing and the 404 policy. Every JSON body's text is checked for its depth and its number of values
+  // before it is parsed (body-limits.ts). Clients that forget the Content-Type (curl -d sends form encoding)
+  // still send JSON; parse it as such.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser(["application/json", "text/plain"]);
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    const problem = checkJsonBody(text);
+    if (problem) return done(problem, undefined);
+    parseJson(request, text, done);
+  });
   app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
+    const problem = checkJsonBody(text);
+    if (problem) return done(problem, undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
       done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
     }
-  });
-  app.addHook("preValidation", (request, _reply, done) => {
-    try {
-      checkBodyDepth(request.body);
-    } catch (err) {
-      return done(err as Error);
-    }
-    done();
   });
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
