@@ -12,7 +12,7 @@ import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
+import { hasConsoleSession, registerConsoleRoutes } from "../features/accounts/console-routes.js";
 import { registerAgentRoutes } from "../features/agent/routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerBatchRoutes } from "../features/batches/routes.js";
@@ -24,6 +24,7 @@ import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { keyIsValid, requireKey } from "./auth.js";
 import { checkJsonBody } from "./body-limits.js";
+import { ConnectionGuard } from "./connection-guard.js";
 import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
 import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
@@ -46,7 +47,7 @@ export interface AppOptions {
   logger?: boolean | Record<string, unknown>;
   /** Browser origins allowed besides the default ones (see corsOriginAllowed); "*" allows every origin. */
   corsOrigins?: readonly string[];
-  /** Connection deadlines and cap; unset ones take DEFAULT_CONNECTION_LIMITS. */
+  /** Connection deadlines, cap and shares; unset ones take DEFAULT_CONNECTION_LIMITS. */
   connections?: Partial<ConnectionLimits>;
 }
 
@@ -84,7 +85,12 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
-  app.server.maxConnections = limits.maxConnections;
+  // The cap is shared out per client, keeping room for /health and key holders (connection-guard.ts).
+  const guard = new ConnectionGuard(
+    { maxConnections: limits.maxConnections, perClient: limits.perClientConnections, idlePerClient: limits.idleConnectionsPerClient },
+    deps.log,
+  );
+  guard.attach(app.server);
 
   const logError: ErrorLog = (request: FastifyRequest, error: unknown, appError: AppError) => {
     const line = `${request.id} ${request.method} ${request.url.split("?")[0]} → ${appError.status}: ${describeError(error)}`;
@@ -107,6 +113,19 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     allowedHosts: machine ?? "loopback",
     observers: deps.observers ?? [],
     onObserverError: (err) => deps.log?.("error", `A request observer failed: ${describeError(err)}`),
+  });
+  // A connection beyond its client's share serves /health, key holders and console sessions only.
+  app.addHook("onRequest", (request, reply, done) => {
+    const socket = request.raw.socket;
+    if (!guard.isOverShare(socket)) return done();
+    const path = request.ctx.path;
+    if (path === "/health" || path === "/v1/messages/_health") return done();
+    if (keyIsValid(request, deps) || (request.ctx.area === "console" && hasConsoleSession(request, deps.accounts))) {
+      guard.trust(socket);
+      return done();
+    }
+    reply.header("connection", "close");
+    done(guard.turnAway(socket));
   });
   let closing = false;
   app.addHook("preClose", async () => void (closing = true));

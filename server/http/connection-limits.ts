@@ -1,6 +1,7 @@
 // Deadlines and a cap for connections, whatever the key: a client that sends its headers or body too
 // slowly, that never finishes its body, or that keeps an idle connection, is cut off, and errors at this
-// level (before a request exists) still get a JSON error body. Stream write deadlines are in sse.ts.
+// level (before a request exists) still get a JSON error body. How the cap is shared out among clients is
+// in connection-guard.ts; stream write deadlines are in sse.ts.
 import type { IncomingMessage, ServerOptions, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyServerOptions } from "fastify";
@@ -15,8 +16,12 @@ export interface ConnectionLimits {
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** Connections beyond this are closed as they arrive. */
+  /** Connections at once, all clients together (connection-guard.ts shares them out). */
   maxConnections: number;
+  /** Connections one client (an address; this machine is one) may hold that serve every request; default a quarter of maxConnections. */
+  perClientConnections: number;
+  /** Idle keep-alive connections one client may keep. */
+  idleConnectionsPerClient: number;
 }
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
@@ -24,12 +29,15 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 30_000,
   maxConnections: 1024,
+  perClientConnections: 256,
+  idleConnectionsPerClient: 64,
 };
 
 /** The defaults, with the values given (unset and undefined ones keep their default). */
 export function resolveConnectionLimits(given: Partial<ConnectionLimits> = {}): ConnectionLimits {
   const out = { ...DEFAULT_CONNECTION_LIMITS };
   for (const key of Object.keys(out) as Array<keyof ConnectionLimits>) if (given[key] !== undefined) out[key] = given[key];
+  if (given.perClientConnections === undefined) out.perClientConnections = Math.max(1, Math.floor(out.maxConnections / 4));
   return out;
 }
 
