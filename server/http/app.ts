@@ -23,7 +23,7 @@ import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { keyIsValid, requireKey } from "./auth.js";
-import { checkJsonBody } from "./body-limits.js";
+import { readJsonBody } from "./body-limits.js";
 import { ConnectionGuard } from "./connection-guard.js";
 import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
@@ -137,28 +137,31 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     done();
   });
 
-  // 3. Parsing and the 404 policy. Every JSON body's text is checked for its depth and its number of values
-  // before it is parsed (body-limits.ts). Clients that forget the Content-Type (curl -d sends form encoding)
-  // still send JSON; parse it as such.
+  // 3. Parsing and the 404 policy. Every JSON body's bytes are checked for its depth and its number of values
+  // as they arrive, before it is parsed (body-limits.ts). Clients that forget the Content-Type (curl -d sends
+  // form encoding) still send JSON; parse it as such.
   const parseJson = app.getDefaultJsonParser("error", "error");
+  const limitOf = (request: FastifyRequest) => request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES;
   app.removeContentTypeParser(["application/json", "text/plain"]);
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    const text = typeof body === "string" ? body : body.toString("utf8");
-    const problem = checkJsonBody(text);
-    if (problem) return done(problem, undefined);
-    parseJson(request, text, done);
-  });
-  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
-    const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") return done(null, undefined);
-    const problem = checkJsonBody(text);
-    if (problem) return done(problem, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
-    }
-  });
+  app.addContentTypeParser("application/json", (request, payload, done) =>
+    readJsonBody(request, payload, limitOf(request), (text, parsed) => parseJson(request, text, parsed), done),
+  );
+  app.addContentTypeParser("*", (request, payload, done) =>
+    readJsonBody(
+      request,
+      payload,
+      limitOf(request),
+      (text, parsed) => {
+        if (text.trim() === "") return parsed(null, undefined);
+        try {
+          parsed(null, JSON.parse(text));
+        } catch {
+          parsed(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
+        }
+      },
+      done,
+    ),
+  );
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
   app.setNotFoundHandler(notFound);

@@ -5,6 +5,8 @@
 // "Limits on lists"), answered with a 400 in the surface's format naming the list and the limit, and the
 // body's text is checked before it is parsed, so that what it costs follows its bytes, not its items.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { deeperThan } from "../../server/core/json-depth.js";
+import { JsonTextScanner, type JsonTextLimits } from "../../server/core/json-scan.js";
 import { MAX_BODY_VALUES } from "../../server/http/body-limits.js";
 import { MAX_CONTENT_PARTS, MAX_INPUT_ITEMS, MAX_TOOLS } from "../../server/surfaces/list-limits.js";
 import { FakeEngine } from "../support/fake-engine.js";
@@ -127,6 +129,36 @@ describe("each list has a limit: a 400 in the surface's format naming the list a
     const tools = Array.from({ length: MAX_TOOLS }, (_, i) => ({ type: "function", name: `f${i}`, parameters: { type: "object" } }));
     const res = await post("/v1/responses", JSON.stringify({ model: "svc", input: items, tools }));
     expect(res.statusCode, res.body.slice(0, 300)).toBe(200);
+  });
+});
+
+describe("the body's bytes are checked as they arrive, in whatever chunks", () => {
+  /** The scanner's answer for `text` cut into chunks of `size` bytes. */
+  function scanInChunks(text: string, size: number, limits: JsonTextLimits) {
+    const bytes = Buffer.from(text);
+    const scanner = new JsonTextScanner(limits);
+    for (let i = 0; i < bytes.length && !scanner.problem; i += size) scanner.push(bytes.subarray(i, i + size));
+    return scanner.problem;
+  }
+
+  it("finds the same limit, at the same place, however the bytes are cut (strings, escapes and keys across chunks)", () => {
+    const deep = (depth: number) => '{"a":{"b":[' + '{"k\\\"ey":'.repeat(depth) + '"v"' + "}".repeat(depth) + "]}}";
+    const cases: Array<[string, JsonTextLimits]> = [
+      [JSON.stringify({ messages: [{ role: "user", content: [{ type: "tool_use", input: JSON.parse("[".repeat(600) + "]".repeat(600)) }] }] }), { maxDepth: 512, maxValues: 1e6 }],
+      [deep(520), { maxDepth: 512, maxValues: 1e6 }],
+      [JSON.stringify({ "quo\"te": 'a \\" b', "ünï": "x\\", input: [{ role: "user", content: Array.from({ length: 50 }, (_, i) => ({ type: "input_text", text: `"${i}\\` })) }] }), { maxDepth: 512, maxValues: 120 }],
+      [JSON.stringify({ a: [1, 2, 3], b: { x: "y\\", z: [] }, c: "}]{[,", d: [[], {}, [[]]] }), { maxDepth: 512, maxValues: 9 }],
+      [JSON.stringify({ ok: "within every limit", list: [1, [2, [3]], { "\\": "\"" }] }), { maxDepth: 512, maxValues: 100 }],
+    ];
+    for (const [text, limits] of cases) {
+      const whole = scanInChunks(text, text.length * 4, limits);
+      for (const size of [1, 2, 3, 5, 7, 64, 65, 100]) expect(scanInChunks(text, size, limits), `${text.slice(0, 40)} in chunks of ${size}`).toEqual(whole);
+    }
+    // The depth found is where the walk over the parsed value finds it.
+    const text = cases[0]![0];
+    expect(scanInChunks(text, 7, cases[0]![1])).toEqual({ limit: "depth", where: deeperThan(JSON.parse(text), 512) });
+    expect(scanInChunks(cases[3]![0], 3, cases[3]![1])).toEqual({ limit: "values", where: "d" });
+    expect(scanInChunks(cases[4]![0], 3, cases[4]![1])).toBeNull();
   });
 });
 
