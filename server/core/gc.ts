@@ -13,16 +13,14 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-type Collect = (options?: { type: "major"; execution: "async" }) => void | Promise<void>;
+let collect: (() => void) | null | undefined;
 
-let collect: Collect | null | undefined;
-
-function collector(): Collect | null {
+function collector(): (() => void) | null {
   if (collect !== undefined) return collect;
   try {
     // The documented way to reach gc() without starting node with --expose-gc.
     setFlagsFromString("--expose-gc");
-    collect = runInNewContext("gc") as Collect;
+    collect = runInNewContext("gc") as () => void;
   } catch {
     collect = null;
   }
@@ -33,18 +31,6 @@ function collector(): Collect | null {
 export function fullCollection(): boolean {
   const gc = collector();
   if (!gc) return false;
-  void gc();
-  return true;
-}
-
-/**
- * A full collection with its marking done incrementally, between turns of the event loop: about half the
- * longest pause of fullCollection (a heap of 1.5M objects: 160-190 ms against 280-390 ms, measured), the
- * same memory given back. False where gc() is out of reach.
- */
-export async function fullCollectionAsync(): Promise<boolean> {
-  const gc = collector();
-  if (!gc) return false;
-  await gc({ type: "major", execution: "async" });
+  gc();
   return true;
 }

@@ -3,9 +3,8 @@
 // of it is garbage; but V8 frees it only at a full collection, which an idle server may not run for a long
 // time (a 49 MB body left RSS 200 MB higher a minute later). So after requests with large bodies, once
 // they have stopped for a moment, the server asks V8 for two full collections (the second frees the
-// buffers the first released). They run incrementally (between turns of the event loop), so a server
-// under a steady stream of large bodies is not held for a whole collection each time.
-import { fullCollectionAsync } from "../core/gc.js";
+// buffers the first released). One costs tens of milliseconds on this server's small heap.
+import { fullCollection } from "../core/gc.js";
 
 /** Bodies at least this large schedule a collection. */
 export const LARGE_BODY_BYTES = 8 * 1024 * 1024;
@@ -19,7 +18,7 @@ export function releaseAfterLargeBody(bytes: number): void {
   if (timer) clearTimeout(timer);
   timer = setTimeout(() => {
     timer = null;
-    void fullCollectionAsync().then((ran) => ran && fullCollectionAsync());
+    if (fullCollection()) setImmediate(fullCollection);
   }, SETTLE_MS);
   timer.unref();
 }
