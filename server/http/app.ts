@@ -23,7 +23,7 @@ import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { keyIsValid, requireKey } from "./auth.js";
-import { readJsonBody } from "./body-limits.js";
+import { bodyWasRefused, readJsonBody } from "./body-limits.js";
 import { ConnectionGuard } from "./connection-guard.js";
 import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
@@ -131,9 +131,10 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   app.addHook("preClose", async () => void (closing = true));
   app.addHook("onRequest", (request, reply, done) => {
     if (closing) return done(new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 }));
-    // A large body's memory is given back once such requests stop coming (memory.ts).
+    // A large body's memory is given back once such requests stop coming (memory.ts); one refused by its
+    // bytes was never put together, and leaves nothing for a full collection to free.
     const length = Number(request.headers["content-length"]);
-    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
+    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => bodyWasRefused(request) || releaseAfterLargeBody(length));
     done();
   });
 

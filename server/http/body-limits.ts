@@ -6,7 +6,9 @@
 // - how many values it holds: parsing, validating and decoding pay per item (a million empty content parts
 //   in 30 MB held the event loop about a second). Each list has a bound of its own besides
 //   (surfaces/list-limits.ts), named in its 400.
-// A body past a limit is read to its end (so the client can read the answer) but neither kept nor decoded.
+// A body past a limit is read to its end (so the client can read the answer) but neither kept nor decoded:
+// what it leaves is a network chunk's worth of young garbage at a time, so it needs no full collection after
+// it either (memory.ts).
 import type { FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
 import { AppError } from "../core/errors.js";
@@ -16,6 +18,13 @@ import { JsonTextScanner, type JsonTextProblem } from "../core/json-scan.js";
 export const MAX_BODY_DEPTH = 512;
 /** Array items and object members of a request body, all levels together. */
 export const MAX_BODY_VALUES = 200_000;
+
+/** Requests whose body was refused by its bytes, unread: nothing of them lasts past a young collection. */
+const refused = new WeakSet<object>();
+
+export function bodyWasRefused(request: FastifyRequest): boolean {
+  return refused.has(request.raw);
+}
 
 /** The 400 for a body past a limit. */
 export function bodyLimitError(problem: JsonTextProblem): AppError {
@@ -74,7 +83,10 @@ export function readJsonBody(
   }
   function onEnd(): void {
     stop();
-    if (scanner.problem) return done(bodyLimitError(scanner.problem));
+    if (scanner.problem) {
+      refused.add(request.raw);
+      return done(bodyLimitError(scanner.problem));
+    }
     if (!Number.isNaN(contentLength) && received !== contentLength)
       return done(new AppError("invalid_request", "The Content-Length header does not match the body.", { code: "invalid_content_length" }));
     parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString("utf8"), done);
