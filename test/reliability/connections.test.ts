@@ -8,14 +8,15 @@ import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ConnectionGuard } from "../../server/http/connection-guard.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, runSvc, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 let server: SvcServer;
 let key: string;
+let dataDir: string;
 const port = () => Number(new URL(server.url).port);
 
 beforeAll(async () => {
-  const dataDir = tempDataDir();
+  dataDir = tempDataDir();
   key = createKey(dataDir);
   server = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "2", "--context-size", "4096"] });
 });
@@ -86,6 +87,15 @@ describe("one client's connections cannot lock others out (issue 38, item 1)", (
   });
 
   it("beyond its share a client gets a 429 that closes the connection for a keyless request, and the log says it was turned away", async () => {
+    // An account holder logged in to the console (a session, no key).
+    const account = JSON.parse(runSvc(["accounts", "create", "holder", "--data-dir", dataDir, "--json"]).stdout) as { temporary_password: string };
+    const login = await fetch(`${server.url}/v1/console/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ account: "holder", password: account.temporary_password }),
+    });
+    expect(login.status).toBe(200);
+    const session = login.headers.get("set-cookie")!.split(";")[0]!;
     const before = server.output().length;
     await idleConnections(300);
     const refused = await request("GET /v1/models HTTP/1.1\r\n");
@@ -99,9 +109,13 @@ describe("one client's connections cannot lock others out (issue 38, item 1)", (
     const messages = await request("POST /v1/messages/count_tokens HTTP/1.1\r\n", "{}");
     expect(messages.status).toBe(429);
     expect(messages.text).toContain('"type":"rate_limit_error"');
-    // /health and key holders are served on connections beyond the share.
+    // /health, key holders and console sessions are served on connections beyond the share.
     expect((await health()).status).toBe(200);
     expect((await keyedChat()).status).toBe(200);
+    const consoleAnswer = await request(`GET /v1/console/keys HTTP/1.1\r\nAccept: application/json\r\nCookie: ${session}\r\n`);
+    expect(consoleAnswer.status, consoleAnswer.text).toBe(403);
+    expect(consoleAnswer.text).toContain("password_change_required");
+    expect((await request("GET /v1/console/keys HTTP/1.1\r\nAccept: application/json\r\n")).status).toBe(429);
     expect(server.output().slice(before)).toMatch(
       /\[svc\] warn: Turned away a request from this machine: it holds 30\d connections, more than its share of 256; on the rest only \/health and requests with a key are served\./,
     );
