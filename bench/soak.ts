@@ -1,20 +1,28 @@
-// Soak test (issue 17): a real `svc serve` on the generated model serves well-behaved clients for a while
-// (the quiet run), then the same clients with hostile requests interleaved: huge prompts of one character,
-// bodies that never end or are not JSON, schemas nested too deep, streams read slowly, never read or cut
-// by the client, and bursts past the limits. Prints the server's RSS over time, the p50/p95 latency of
-// the well-behaved requests in each phase (and their ratio), /health's latency, and the count of each
-// outcome per kind of request. Exit code 1 on any 5xx, any hang, or a well-behaved request that failed.
+// Soak test (issues 17 and 38): a real `svc serve` on the generated model serves well-behaved clients for a
+// while (the quiet run), then the same clients with hostile requests interleaved: huge prompts of one
+// character, bodies that never end or are not JSON, schemas nested too deep, streams read slowly, never
+// read or cut by the client, bursts past the limits, a client holding 1,100 idle connections, deep item
+// lists (150k input items, a million content parts in 30 MB, a million agent items), and a calculator bomb
+// through an agent run's tool call (the model is the tiny one with a token that scripts the bomb as the
+// forced call's argument; see TinyModelOptions.scriptedString). Prints the server's RSS over time, the
+// p50/p95 latency of the well-behaved requests in each phase (and their ratio), /health's latency (p95 per
+// sample window too), and the count of each outcome per kind of request. Exit code 1 on any 5xx, any hang,
+// a well-behaved request or /health probe that failed, a /health p95 of 100 ms or more in a phase, or the
+// hostile run's RSS growing by more than a quarter from its first quarter to its last.
 //
 // Usage: npm run bench:soak [-- --minutes 10] [--quiet 0.25] [--clients 2] [--sample 10] [--model PATH]
+//   (--model: another model; the calculator bomb then depends on what it writes)
 //   --minutes  the whole run (default 10); --quiet  the share of it without hostile traffic (default 0.25)
 //   --clients  well-behaved clients, each sending one request after another (default 2)
 //   --sample   seconds between RSS lines (default 10)
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { writeTinyModel } from "../resources/test-model/cli.js";
+import type { Socket } from "node:net";
 import { createKey, startSvc } from "../test/support/svc-process.js";
 import { rssMiB as rssOf } from "./common.js";
 
@@ -30,13 +38,15 @@ const { values } = parseArgs({
 const totalMs = Number(values.minutes) * 60_000;
 const quietMs = totalMs * Number(values.quiet);
 const sampleMs = Number(values.sample) * 1000;
-const modelPath = values.model ?? writeTinyModel();
+/** The issue's bomb: kron nested five times, each squaring (the fourth would hold 4.3 billion elements). */
+const CALCULATOR_BOMB = "a=[1,2;3,4];a=kron(a,a);a=kron(a,a);a=kron(a,a);a=kron(a,a);a=kron(a,a)";
 // Deadlines shorter than production (30 s / 60 s / 30 s) so that hostile connections end within a short run.
 const DEADLINES = { headers: 5, request: 10, streamWrite: 5 };
 /** A request not finished after this is a hang. */
 const HANG_MS = 120_000;
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-soak-"));
+const modelPath = values.model ?? writeTinyModel(join(dataDir, "scripted.gguf"), { scriptedString: CALCULATOR_BOMB });
 const goodKey = createKey(dataDir, "--account", "good");
 const hostileKey = createKey(dataDir, "--account", "hostile");
 
@@ -70,6 +80,9 @@ const rss: Array<{ t: number; phase: Phase; mib: number }> = [];
 let fiveHundreds = 0;
 let hangs = 0;
 let wellBehavedFailures = 0;
+let healthFailures = 0;
+/** The /health p95 of each sample window, per phase. */
+const windowP95: Record<Phase, number[]> = { quiet: [], hostile: [] };
 
 /** fetch with the hang deadline; classifies the status. */
 async function call(kind: string, path: string, init: RequestInit & { key?: string; anthropic?: boolean }): Promise<Response | null> {
@@ -134,14 +147,43 @@ async function wellBehaved(i: number): Promise<void> {
   }
 }
 
-async function healthProbe(): Promise<void> {
-  while (!stopping) {
+/**
+ * /health every 250 ms from a process of its own, so that what is measured is the server, not this
+ * process's own work (building and sending 30 MB bodies, 1,100 sockets). It prints one line per probe:
+ * the latency in ms, or "failed" with the status or error (a hang counts as failed after HANG_MS).
+ */
+const HEALTH_PROBE = `
+const url = process.argv[1];
+(async () => {
+  for (;;) {
     const started = performance.now();
-    const at: Phase = phase;
-    const res = await call("/health", "/health", { method: "GET" });
-    if (res && (await readAll("/health", res)) !== null) health[at].push(performance.now() - started);
-    await sleep(250);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(${HANG_MS}) });
+      await res.text();
+      console.log(res.status === 200 ? (performance.now() - started).toFixed(1) : "failed " + res.status);
+    } catch (err) {
+      console.log("failed " + err.message);
+    }
+    await new Promise((r) => setTimeout(r, 250));
   }
+})();`;
+
+async function healthProbe(): Promise<void> {
+  const child = spawn(process.execPath, ["-e", HEALTH_PROBE, `${url}/health`], { stdio: ["ignore", "pipe", "inherit"] });
+  let pending = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split("\n");
+    pending = lines.pop()!;
+    for (const line of lines) {
+      if (line.startsWith("failed")) {
+        healthFailures++;
+        count("/health", line);
+      } else health[phase].push(Number(line));
+    }
+  });
+  while (!stopping) await sleep(250);
+  child.kill();
 }
 
 /** Raw HTTP for what fetch will not send: bodies that never end, headers that never end. */
@@ -207,6 +249,58 @@ function deepSchema(depth: number): string {
   return '{"type":"object","properties":{"a":'.repeat(depth) + '{"type":"string"}' + "}}".repeat(depth);
 }
 
+/** `count` empty items as a JSON array's text (JSON.stringify of a million objects is slow itself). */
+const items = (item: string, count: number) => `[${Array(count).fill(item).join(",")}]`;
+// As bytes, encoded once: fetch would encode a string body again each time, on this process's thread.
+const BODIES = {
+  inputItems: new TextEncoder().encode(`{"model":"svc","input":${items("{}", 150_000)}}`),
+  contentParts: new TextEncoder().encode(`{"model":"svc","input":[{"role":"user","content":${items('{"type":"input_text","text":""}', 1_000_000)}}]}`),
+  agentItems: new TextEncoder().encode(`{"input":${items("{}", 1_000_000)}}`),
+  tenMegabytes: new TextEncoder().encode(JSON.stringify({ model: "svc", max_tokens: 8, messages: [{ role: "user", content: "x".repeat(10 * 2 ** 20) }] })),
+};
+
+/** A 400 naming its code; anything else is counted as it is. */
+async function deepList(kind: string, path: string, body: Uint8Array<ArrayBuffer>): Promise<void> {
+  const res = await call(kind, path, { method: "POST", key: hostileKey, body });
+  if (!res) return;
+  const text = (await readAll(kind, res)) ?? "{}";
+  count(kind, `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ""}`);
+}
+
+/**
+ * A client holding 1,100 connections that send nothing for `holdMs`, opening another 0.25 s after each the
+ * server closes (at once, its 76 beyond the server's 1,024 would churn as a flood of thousands a second).
+ */
+async function connectionHog(holdMs: number): Promise<void> {
+  const kind = "1,100 idle connections";
+  const until = performance.now() + holdMs;
+  const open = new Set<Socket>();
+  let closedByServer = 0;
+  let opened = 0;
+  const openOne = () => {
+    if (performance.now() >= until || stopping) return;
+    const socket = connect({ host: "127.0.0.1", port });
+    opened++;
+    open.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      if (!open.delete(socket)) return;
+      closedByServer++;
+      setTimeout(openOne, 250);
+    });
+  };
+  for (let i = 0; i < 1100; i++) openOne();
+  while (performance.now() < until && !stopping) await sleep(250);
+  for (const socket of [...open]) {
+    open.delete(socket);
+    socket.destroy();
+  }
+  hog.opened += opened;
+  hog.closedByServer += closedByServer;
+  count(kind, `held ${Math.round(holdMs / 1000)} s`);
+}
+const hog = { opened: 0, closedByServer: 0 };
+
 /** One hostile request of each kind in turn, forever, with a pause between. */
 const hostileKinds: Array<[string, () => Promise<void>]> = [
   [
@@ -219,8 +313,7 @@ const hostileKinds: Array<[string, () => Promise<void>]> = [
   [
     "10 MB prompt",
     async () => {
-      const body = JSON.stringify({ model: "svc", max_tokens: 8, messages: [{ role: "user", content: "x".repeat(10 * 2 ** 20) }] });
-      const res = await call("10 MB prompt", "/v1/messages", { method: "POST", key: hostileKey, anthropic: true, body });
+      const res = await call("10 MB prompt", "/v1/messages", { method: "POST", key: hostileKey, anthropic: true, body: BODIES.tenMegabytes });
       if (res) count("10 MB prompt", `${res.status}`);
     },
   ],
@@ -267,6 +360,28 @@ const hostileKinds: Array<[string, () => Promise<void>]> = [
       count("stream aborted", `${res.status}, aborted after the first chunk`);
     },
   ],
+  ["1,100 idle connections", () => connectionHog(15_000)],
+  ["150k input items", () => deepList("150k input items", "/v1/responses", BODIES.inputItems)],
+  ["1M content parts", () => deepList("1M content parts", "/v1/responses", BODIES.contentParts)],
+  ["1M agent items", () => deepList("1M agent items", "/v1/agent/run", BODIES.agentItems)],
+  [
+    "calculator bomb",
+    async () => {
+      const kind = "calculator bomb";
+      const res = await call(kind, "/v1/agent/run", {
+        method: "POST",
+        key: hostileKey,
+        body: JSON.stringify({ model: "svc-fast", input: "Work it out.", tools: [{ type: "calculator" }], tool_choice: { type: "calculator" }, temperature: 0, max_steps: 2 }),
+      });
+      if (!res) return;
+      const text = await readAll(kind, res);
+      if (res.status !== 200 || text === null) return count(kind, `${res.status}`);
+      const run = JSON.parse(text) as { status: string; steps: Array<{ type: string; arguments?: string; error?: { code: string } | null }> };
+      const step = run.steps.find((s) => s.type === "tool_call");
+      const scripted = step?.arguments?.includes(CALCULATOR_BOMB) ? "the bomb" : "another expression";
+      count(kind, `200 run ${run.status}, ${scripted}: ${step?.error?.code ?? (step ? "no error" : "no tool call")}`);
+    },
+  ],
   [
     "burst of 40",
     async () => {
@@ -306,7 +421,9 @@ const sampler = setInterval(() => {
   rss.push({ t: elapsedS(), phase, mib });
   const done = latencies.quiet.length + latencies.hostile.length;
   const h = health[phase];
-  console.log(`${elapsedS().toFixed(0).padStart(6)} s  ${phase.padEnd(8)}  ${mib.toFixed(0).padStart(7)}  ${String(done).padStart(17)}  ${pct(h.slice(-40), 95).toFixed(0).padStart(14)}`);
+  const windowed = pct(h.slice(-40), 95);
+  if (Number.isFinite(windowed)) windowP95[phase].push(windowed);
+  console.log(`${elapsedS().toFixed(0).padStart(6)} s  ${phase.padEnd(8)}  ${mib.toFixed(0).padStart(7)}  ${String(done).padStart(17)}  ${windowed.toFixed(0).padStart(14)}`);
 }, sampleMs);
 rss.push({ t: 0, phase, mib: rssMiB() });
 
@@ -330,23 +447,35 @@ function pct(xs: number[], p: number): number {
 
 console.log("\noutcomes (kind, outcome: count):");
 for (const [key, n] of [...outcomes].sort()) console.log(`  ${key.padEnd(64)} ${n}`);
+console.log(
+  `1,100 idle connections: ${hog.opened} opened in all, ${hog.closedByServer} of them closed by the server (to make room beyond the 1,024, and at the ${DEADLINES.headers} s headers deadline)`,
+);
 const q95 = pct(latencies.quiet, 95);
 const h95 = pct(latencies.hostile, 95);
 console.log(`\nwell-behaved latency, ms: quiet p50 ${pct(latencies.quiet, 50).toFixed(0)} p95 ${q95.toFixed(0)} (n=${latencies.quiet.length});` +
   ` hostile p50 ${pct(latencies.hostile, 50).toFixed(0)} p95 ${h95.toFixed(0)} (n=${latencies.hostile.length}); p95 ratio ${(h95 / q95).toFixed(2)}x`);
-console.log(`/health latency, ms: quiet p95 ${pct(health.quiet, 95).toFixed(0)} max ${pct(health.quiet, 100).toFixed(0)}; hostile p95 ${pct(health.hostile, 95).toFixed(0)} max ${pct(health.hostile, 100).toFixed(0)}`);
+console.log(
+  `/health latency, ms: quiet p95 ${pct(health.quiet, 95).toFixed(0)} max ${pct(health.quiet, 100).toFixed(0)}; hostile p95 ${pct(health.hostile, 95).toFixed(0)} max ${pct(health.hostile, 100).toFixed(0)};` +
+    ` highest p95 of a ${values.sample} s window: quiet ${Math.max(...windowP95.quiet).toFixed(0)}, hostile ${Math.max(...windowP95.hostile).toFixed(0)}; ${healthFailures} failed`,
+);
 const quietRss = rss.filter((r) => r.phase === "quiet").map((r) => r.mib);
 const hostileRss = rss.filter((r) => r.phase === "hostile").map((r) => r.mib);
 const lastQuarter = hostileRss.slice(Math.floor(hostileRss.length * 0.75));
+const firstQuarterMedian = pct(hostileRss.slice(0, Math.ceil(hostileRss.length / 4)), 50);
+const lastQuarterMedian = pct(lastQuarter, 50);
 console.log(
   `server RSS, MiB: quiet ${Math.min(...quietRss).toFixed(0)}..${Math.max(...quietRss).toFixed(0)}; hostile ${Math.min(...hostileRss).toFixed(0)}..${Math.max(...hostileRss).toFixed(0)};` +
-    ` median of the hostile run's first and last quarter ${pct(hostileRss.slice(0, Math.ceil(hostileRss.length / 4)), 50).toFixed(0)} -> ${pct(lastQuarter, 50).toFixed(0)}`,
+    ` median of the hostile run's first and last quarter ${firstQuarterMedian.toFixed(0)} -> ${lastQuarterMedian.toFixed(0)}`,
 );
 const problems = [
   fiveHundreds ? `${fiveHundreds} responses with a 5xx` : "",
   hangs ? `${hangs} hangs` : "",
   wellBehavedFailures ? `${wellBehavedFailures} well-behaved requests failed` : "",
+  healthFailures ? `${healthFailures} /health probes failed` : "",
+  pct(health.quiet, 95) >= 100 || pct(health.hostile, 95) >= 100 ? "/health p95 of 100 ms or more" : "",
+  [...windowP95.quiet, ...windowP95.hostile].some((p) => p >= 100) ? `/health p95 of 100 ms or more in ${[...windowP95.quiet, ...windowP95.hostile].filter((p) => p >= 100).length} sample window(s)` : "",
+  lastQuarterMedian > firstQuarterMedian * 1.25 ? `RSS grew from ${firstQuarterMedian.toFixed(0)} to ${lastQuarterMedian.toFixed(0)} MiB over the hostile run` : "",
 ].filter(Boolean);
-console.log(problems.length ? `FAILED: ${problems.join(", ")}.` : "OK: no 5xx, no hang, every well-behaved request served.");
+console.log(problems.length ? `FAILED: ${problems.join(", ")}.` : "OK: no 5xx, no hang, every well-behaved request and /health probe served, /health p95 under 100 ms in every window, RSS flat.");
 if (problems.length) console.log(`server log:\n${server.output().slice(-4000)}`);
 process.exitCode = problems.length ? 1 : 0;

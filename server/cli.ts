@@ -14,7 +14,8 @@ const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR
             [--cors-origins ORIGIN,...] [--concurrency-limit N] [--queue-limit N] [--agent-runs-limit N]
             [--lan] [--allowed-hosts NAME,...]
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
-            [--max-connections N] [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]
+            [--max-connections N] [--connections-per-client N] [--idle-connections-per-client N]
+            [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]
             [--warm-start on|off] [--warm-start-max-gb N]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
@@ -114,6 +115,7 @@ switches when it changes. SIGHUP reloads the model.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
 SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_LAN, SVC_ALLOWED_HOSTS, SVC_HEADERS_TIMEOUT, SVC_REQUEST_TIMEOUT, SVC_KEEP_ALIVE_TIMEOUT, SVC_STREAM_WRITE_TIMEOUT, SVC_MAX_CONNECTIONS,
+SVC_CONNECTIONS_PER_CLIENT, SVC_IDLE_CONNECTIONS_PER_CLIENT,
 SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES, SVC_DOWNLOAD_STALL_TIMEOUT. Flags win over the environment.
 Account holders log in to their console at <base URL>/v1/console.
 Default data dir: ${defaultDataDir()}
@@ -162,6 +164,8 @@ async function serve(argv: string[]): Promise<void> {
       "keep-alive-timeout": { type: "string" },
       "stream-write-timeout": { type: "string" },
       "max-connections": { type: "string" },
+      "connections-per-client": { type: "string" },
+      "idle-connections-per-client": { type: "string" },
     },
     strict: true,
   });

@@ -99,6 +99,8 @@ export type Flags = Partial<
     | "keep-alive-timeout"
     | "stream-write-timeout"
     | "max-connections"
+    | "connections-per-client"
+    | "idle-connections-per-client"
     | "audit-retention-days"
     | "console-session-minutes",
     string
@@ -170,6 +172,8 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
       requestTimeoutMs: seconds("request-timeout", pick("request-timeout", "SVC_REQUEST_TIMEOUT")),
       keepAliveTimeoutMs: seconds("keep-alive-timeout", pick("keep-alive-timeout", "SVC_KEEP_ALIVE_TIMEOUT")),
       maxConnections: intOption("max-connections", pick("max-connections", "SVC_MAX_CONNECTIONS"), 1, 1_000_000),
+      perClientConnections: intOption("connections-per-client", pick("connections-per-client", "SVC_CONNECTIONS_PER_CLIENT"), 1, 1_000_000),
+      idleConnectionsPerClient: intOption("idle-connections-per-client", pick("idle-connections-per-client", "SVC_IDLE_CONNECTIONS_PER_CLIENT"), 0, 1_000_000),
     },
     streamWriteTimeoutMs: seconds("stream-write-timeout", pick("stream-write-timeout", "SVC_STREAM_WRITE_TIMEOUT")),
   };

@@ -52,7 +52,11 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
   return out;
 }
 
-export function buildVocab(seed = TINY_MODEL_SEED): TinyVocab {
+/**
+ * `scriptedString`: a token holding this text, last in the vocabulary (see TinyModelOptions). Without it the
+ * vocabulary is the tiny model's own, unchanged.
+ */
+export function buildVocab(seed = TINY_MODEL_SEED, scriptedString?: string): TinyVocab {
   const random = mulberry32(seed);
   const tokens: string[] = [];
   const types: number[] = [];
@@ -74,6 +78,7 @@ export function buildVocab(seed = TINY_MODEL_SEED): TinyVocab {
   for (const w of shuffled(THOUGHT_WORDS, random)) add(`\u2581${w}`, TOKEN_TYPE.normal);
   const answerStart = tokens.length;
   for (const w of shuffled(ANSWER_WORDS, random)) add(`\u2581${w}`, TOKEN_TYPE.normal);
+  if (scriptedString !== undefined) add(scriptedString, TOKEN_TYPE.normal);
 
   const index = new Map(tokens.map((t, i) => [t, i]));
   return {
@@ -89,8 +94,8 @@ export function buildVocab(seed = TINY_MODEL_SEED): TinyVocab {
   };
 }
 
-/** transitions[current][next] = logit. */
-export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED): Float32Array[] {
+/** transitions[current][next] = logit. With `scriptedString`, the token holding it follows a quote above all. */
+export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED, scriptedString?: string): Float32Array[] {
   const random = mulberry32(seed ^ 0x5eed);
   const n = vocab.tokens.length;
   const byte = (ch: string) => vocab.id(`<0x${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}>`);
@@ -164,6 +169,9 @@ export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED): Floa
   const toolCallEndRow = base();
   toolCallEndRow[imEnd] = 8;
   rows[toolCallEnd] = toolCallEndRow;
+
+  // Where a grammar leaves a JSON string open, its first token is the scripted one (then the quote closes it).
+  if (scriptedString !== undefined) rows[byte('"')]![vocab.id(scriptedString)] = 9;
   return rows;
 }
 
@@ -220,12 +228,18 @@ export interface TinyModelOptions {
   headSize?: number;
   /** Adds a metadata string of this many bytes, for tests that need a larger file (downloads in chunks). */
   padBytes?: number;
+  /**
+   * A token holding this text, which greedy decoding writes first inside any JSON string a grammar leaves
+   * open (it follows a quote above all else): a forced tool call then carries it as its string argument,
+   * as a model following an injected instruction would (bench:soak scripts a calculator bomb with it).
+   */
+  scriptedString?: string;
 }
 
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const seed = options.seed ?? TINY_MODEL_SEED;
-  const vocab = buildVocab(seed);
-  const rows = buildTransitions(vocab, seed);
+  const vocab = buildVocab(seed, options.scriptedString);
+  const rows = buildTransitions(vocab, seed, options.scriptedString);
   const nVocab = vocab.tokens.length;
   const nEmbd = 384;
   const nHead = nEmbd / (options.headSize ?? 64);

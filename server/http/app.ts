@@ -13,7 +13,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { listWarmPrefixes } from "../engine/warm-start.js";
 import { AppError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
-import { registerConsoleRoutes } from "../features/accounts/console-routes.js";
+import { hasConsoleSession, registerConsoleRoutes } from "../features/accounts/console-routes.js";
 import { registerAgentRoutes } from "../features/agent/routes.js";
 import { registerAuditRoutes } from "../features/audit/audit-routes.js";
 import { registerBatchRoutes } from "../features/batches/routes.js";
@@ -24,7 +24,8 @@ import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
 import { modelObject } from "../surfaces/models.js";
 import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
 import { keyIsValid, requireKey } from "./auth.js";
-import { checkBodyDepth } from "./body-limits.js";
+import { bodyWasRefused, readJsonBody } from "./body-limits.js";
+import { ConnectionGuard } from "./connection-guard.js";
 import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import type { ServerDeps } from "./context.js";
 import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
@@ -47,7 +48,7 @@ export interface AppOptions {
   logger?: boolean | Record<string, unknown>;
   /** Browser origins allowed besides the default ones (see corsOriginAllowed); "*" allows every origin. */
   corsOrigins?: readonly string[];
-  /** Connection deadlines and cap; unset ones take DEFAULT_CONNECTION_LIMITS. */
+  /** Connection deadlines, cap and shares; unset ones take DEFAULT_CONNECTION_LIMITS. */
   connections?: Partial<ConnectionLimits>;
 }
 
@@ -75,7 +76,7 @@ export type KeyedPlugin = (scope: FastifyInstance, deps: ServerDeps) => Promise<
 export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const limits = resolveConnectionLimits(options.connections);
   const app = Fastify({
-    ...connectionOptions(limits),
+    ...connectionOptions(limits, deps.log),
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId("req_"),
@@ -85,7 +86,12 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
-  app.server.maxConnections = limits.maxConnections;
+  // The cap is shared out per client, keeping room for /health and key holders (connection-guard.ts).
+  const guard = new ConnectionGuard(
+    { maxConnections: limits.maxConnections, perClient: limits.perClientConnections, idlePerClient: limits.idleConnectionsPerClient },
+    deps.log,
+  );
+  guard.attach(app.server);
 
   const logError: ErrorLog = (request: FastifyRequest, error: unknown, appError: AppError) => {
     const line = `${request.id} ${request.method} ${request.url.split("?")[0]} → ${appError.status}: ${describeError(error)}`;
@@ -109,36 +115,55 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
     observers: deps.observers ?? [],
     onObserverError: (err) => deps.log?.("error", `A request observer failed: ${describeError(err)}`),
   });
+  // A connection beyond its client's share serves /health, key holders and console sessions only.
+  app.addHook("onRequest", (request, reply, done) => {
+    const socket = request.raw.socket;
+    if (!guard.isOverShare(socket)) return done();
+    const path = request.ctx.path;
+    if (path === "/health" || path === "/v1/messages/_health") return done();
+    if (keyIsValid(request, deps) || (request.ctx.area === "console" && hasConsoleSession(request, deps.accounts))) {
+      guard.trust(socket);
+      return done();
+    }
+    reply.header("connection", "close");
+    done(guard.turnAway(socket));
+  });
   let closing = false;
   app.addHook("preClose", async () => void (closing = true));
   app.addHook("onRequest", (request, reply, done) => {
     if (closing) return done(new AppError("unavailable", "The server is shutting down; retry in a moment.", { code: "shutting_down", retryAfter: 5 }));
-    // A large body's memory is given back once such requests stop coming (memory.ts).
+    // A large body's memory is given back once such requests stop coming (memory.ts); one refused by its
+    // bytes was never put together, and leaves nothing for a full collection to free.
     const length = Number(request.headers["content-length"]);
-    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => releaseAfterLargeBody(length));
+    if (length >= LARGE_BODY_BYTES) reply.raw.once("close", () => bodyWasRefused(request) || releaseAfterLargeBody(length));
     done();
   });
 
-  // 3. Parsing and the 404 policy. Clients that forget the Content-Type (curl -d sends form encoding) still
-  // send JSON; parse it as such.
-  app.removeContentTypeParser("text/plain");
-  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
-    const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
-    }
-  });
-  app.addHook("preValidation", (request, _reply, done) => {
-    try {
-      checkBodyDepth(request.body);
-    } catch (err) {
-      return done(err as Error);
-    }
-    done();
-  });
+  // 3. Parsing and the 404 policy. Every JSON body's bytes are checked for its depth and its number of values
+  // as they arrive, before it is parsed (body-limits.ts). Clients that forget the Content-Type (curl -d sends
+  // form encoding) still send JSON; parse it as such.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  const limitOf = (request: FastifyRequest) => request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES;
+  app.removeContentTypeParser(["application/json", "text/plain"]);
+  app.addContentTypeParser("application/json", (request, payload, done) =>
+    readJsonBody(request, payload, limitOf(request), (text, parsed) => parseJson(request, text, parsed), done),
+  );
+  app.addContentTypeParser("*", (request, payload, done) =>
+    readJsonBody(
+      request,
+      payload,
+      limitOf(request),
+      (text, parsed) => {
+        if (text.trim() === "") return parsed(null, undefined);
+        try {
+          parsed(null, JSON.parse(text));
+        } catch {
+          parsed(new AppError("invalid_request", "We could not parse the JSON body of your request. Send valid JSON.", { code: "invalid_json" }), undefined);
+        }
+      },
+      done,
+    ),
+  );
   // Errors outside any surface plugin (the Host check on a keyless path, CORS): the path's format.
   app.setErrorHandler(errorHandler((request) => errorFormatOf(request.url), logError));
   app.setNotFoundHandler(notFound);

@@ -4,6 +4,7 @@ import type { EngineHost } from "../engine/engine-host.js";
 import type { AccountsService } from "../features/accounts/accounts-service.js";
 import type { AuditService } from "../features/audit/audit-service.js";
 import type { BatchService } from "../features/batches/batch-service.js";
+import type { CalculatorBudget } from "../features/agent/calculator-pool.js";
 import type { FilesService } from "../features/files/files-service.js";
 import type { KeysService, Principal } from "../features/keys/keys-service.js";
 import type { InferencePipeline } from "../pipeline/pipeline.js";
@@ -77,8 +78,8 @@ export interface ServerDeps {
   version: string;
   /** Message batches (/v1/messages/batches); without it those paths are 404. */
   batches?: BatchService;
-  /** Agent runs (/v1/agent/run): limits; defaults in server/features/agent. */
-  agent?: { runsPerAccount?: number };
+  /** Agent runs (/v1/agent/run): limits, and the calculator's budget; defaults in server/features/agent. */
+  agent?: { runsPerAccount?: number; calculator?: Partial<CalculatorBudget> };
   /** Sees every finished request: the audit feature records key requests here. */
   observers?: RequestObserver[];
   /** How long a stream may wait (queue, prompt) before its first keep-alive comment; default KEEPALIVE_MS. */

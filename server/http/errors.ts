@@ -27,7 +27,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
 export function errorHandler(format: ErrorFormat | ((request: FastifyRequest) => ErrorFormat), log: ErrorLog) {
   return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const appError = fastifyErrorToAppError(error);
-    if (appError.status >= 500) log(request, error, appError);
+    // The connection is gone (the client left, or a deadline answered and closed it): nobody reads this
+    // answer, and a stream cut short (an upload's "aborted") is no fault of the server's: not a 5xx.
+    if (appError.status >= 500 && !request.raw.socket?.destroyed) log(request, error, appError);
     return sendError(request, reply, appError, typeof format === "function" ? format(request) : format);
   };
 }

@@ -2,6 +2,7 @@
 // them in its own format.
 import type { FastifyError } from "fastify";
 import { AppError, toAppError } from "../core/errors.js";
+import { tooManyItems } from "../surfaces/list-limits.js";
 
 interface AjvError {
   instancePath?: string;
@@ -41,6 +42,9 @@ function describeValidation(error: AjvError): { param: string | undefined; messa
 export function fastifyErrorToAppError(err: FastifyError | Error): AppError {
   if (err instanceof AppError) return err;
   const fe = err as FastifyError & { validation?: AjvError[] };
+  // A list over its bound, whichever branch of a union (a string or a list) reported first.
+  const tooLong = fe.validation?.find((e) => e.keyword === "maxItems");
+  if (tooLong) return tooManyItems(paramOfPath(tooLong.instancePath ?? ""), Number(tooLong.params?.limit));
   if (fe.validation && fe.validation.length > 0) {
     const { param, message } = describeValidation(fe.validation[0]!);
     return new AppError("invalid_request", message, { param, code: "invalid_request" });

@@ -5,6 +5,7 @@ import { AppError } from "../core/errors.js";
 import { isLoopbackHost } from "../core/loopback.js";
 import type { ApiArea, RequestContext, RequestObserver } from "./context.js";
 import { hostAllowedOn, type MachineNames } from "./lan.js";
+import { CLIENT_CLOSED_REQUEST, noteRequestId, rawAnswerOf } from "./raw-answers.js";
 
 const AREAS: Array<[prefix: string, area: ApiArea]> = [
   ["/v1/chat/", "chat"],
@@ -67,12 +68,25 @@ export function requestContext(app: FastifyInstance, options: RequestContextOpti
     // The Anthropic SDK reads request-id; OpenAI's reads x-request-id.
     reply.header("request-id", request.id);
 
+    noteRequestId(reply.raw, request.id);
+
     if (options.observers.length > 0) {
       let finished = false;
       reply.raw.once("finish", () => (finished = true));
-      // "close" follows "finish" on a complete response and comes alone when the client cut it short.
+      // "close" follows "finish" on a complete response and comes alone when the connection ended first: the
+      // client cut it short (after the status was sent, or before: 499), or a deadline answered it on the
+      // socket (the 408 of connection-limits.ts, which is what the client got).
       reply.raw.once("close", () => {
-        const outcome = { statusCode: reply.raw.statusCode, durationMs: performance.now() - ctx.startedAt, aborted: !finished };
+        const answered = rawAnswerOf(reply.raw);
+        let statusCode = reply.raw.statusCode;
+        if (answered) {
+          statusCode = answered.status;
+          ctx.errorCode = answered.code;
+        } else if (!finished && !reply.raw.headersSent) {
+          statusCode = CLIENT_CLOSED_REQUEST;
+          ctx.errorCode = "client_closed_request";
+        }
+        const outcome = { statusCode, durationMs: performance.now() - ctx.startedAt, aborted: !finished && !answered };
         for (const observe of options.observers) {
           try {
             observe(ctx, outcome);

@@ -17,7 +17,7 @@ import { sendError, type ErrorLog } from "../../http/errors.js";
 import { fastifyErrorToAppError } from "../../http/fastify-errors.js";
 import { parseAuditFilter, parseAuditListQuery } from "../audit/audit-query.js";
 import type { CreatedKey, KeyInfo } from "../keys/keys-service.js";
-import type { ConsoleSession } from "./accounts-service.js";
+import type { AccountsService, ConsoleSession } from "./accounts-service.js";
 import { CONSOLE_CSP, errorPage, homePage, keyCreatedPage, loginPage, passwordPage } from "./console-pages.js";
 
 export const CONSOLE_PATH = "/v1/console";
@@ -43,6 +43,11 @@ const NOTICES: Record<string, string> = {
   trace_off: "The reasoning trace is off for that key.",
   record_erased: "The audit record is erased.",
 };
+
+/** Whether the request carries a live console session (a connection beyond its client's share still serves it). */
+export function hasConsoleSession(request: FastifyRequest, accounts: AccountsService): boolean {
+  return accounts.resume(parseCookies(request)[SESSION_COOKIE]) !== null;
+}
 
 function parseCookies(request: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};

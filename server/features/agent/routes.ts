@@ -11,6 +11,7 @@ import type { ServerDeps } from "../../http/context.js";
 import { setRateHeaders } from "../../http/limits.js";
 import { KEEPALIVE_MS, SseResponse } from "../../http/sse.js";
 import { AgentRun, type RunEvent, type RunUsage } from "./agent-run.js";
+import { CalculatorPool } from "./calculator-pool.js";
 import { RunRegistry } from "./run-registry.js";
 import { AgentRunSchema, decodeAgentRunRequest, type AgentRunBody } from "./run-request.js";
 import { ToolBox } from "./tools.js";
@@ -46,6 +47,8 @@ function canonicalUsage(usage: RunUsage): Usage {
 
 export async function registerAgentRoutes(app: FastifyInstance, deps: ServerDeps): Promise<void> {
   const registry = new RunRegistry({ runsPerAccount: deps.agent?.runsPerAccount });
+  const calculator = new CalculatorPool(deps.agent?.calculator);
+  app.addHook("onClose", async () => calculator.close());
 
   app.addHook("preClose", async () => {
     const runs = registry.stopAll();
@@ -73,7 +76,9 @@ export async function registerAgentRoutes(app: FastifyInstance, deps: ServerDeps
     deps.engineHost.engine();
     registry.admit(accountId);
 
-    const tools = new ToolBox({ files: deps.files, accountId, fileIds: decoded.fileIds, timezone: ctx.timezone });
+    const tools = new ToolBox({ files: deps.files, accountId, fileIds: decoded.fileIds, timezone: ctx.timezone, calculator });
+    // The calculator's process loads math.js (a second or two) while the model takes its first step.
+    if (decoded.builtins.includes("calculator")) calculator.warmUp();
     const encoder = decoded.stream ? new RunStreamEncoder() : null;
     let sse: SseResponse | null = null;
     const run: AgentRun = new AgentRun({

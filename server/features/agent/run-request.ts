@@ -6,6 +6,7 @@ import { invalidRequest } from "../../core/errors.js";
 import type { CanonicalMessage, InferenceRequest, ToolChoice, ToolDefinition } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
 import { nullable } from "../../surfaces/request-params.js";
+import { MAX_INPUT_ITEMS, MAX_TOOLS } from "../../surfaces/list-limits.js";
 import { decodeResponsesRequest } from "../../surfaces/responses/decode.js";
 import type { ResponsesRequestBody } from "../../surfaces/responses/schema.js";
 import { BUILTIN_TOOLS, builtinDefinition, isBuiltinTool, type BuiltinTool } from "./tools.js";
@@ -22,9 +23,9 @@ const ToolChoiceSchema = Type.Union([Type.String(), Type.Object({ type: Type.Str
 export const AgentRunSchema = Type.Object(
   {
     model: Type.Optional(nullable(Type.String({ minLength: 1 }))),
-    input: Type.Union([Type.String(), Type.Array(Item, { minItems: 1 })]),
+    input: Type.Union([Type.String(), Type.Array(Item, { minItems: 1, maxItems: MAX_INPUT_ITEMS })]),
     instructions: Type.Optional(nullable(Type.String())),
-    tools: Type.Optional(nullable(Type.Array(Tool))),
+    tools: Type.Optional(nullable(Type.Array(Tool, { maxItems: MAX_TOOLS }))),
     tool_choice: Type.Optional(Type.Union([ToolChoiceSchema, Type.Null()])),
     reset_tool_choice: Type.Optional(nullable(Type.Boolean())),
     parallel_tool_calls: Type.Optional(nullable(Type.Boolean())),

@@ -1,11 +1,13 @@
 // The agent's built-in tools, run on the server over the caller's own data only: their files (list, read,
-// search the extracted text), a calculator, and the time in their X-Timezone. A tool that fails answers the
-// model with the reason (the run goes on); it never fails the run.
+// search the extracted text), a calculator (in a worker, under a time and memory budget:
+// calculator-pool.ts), and the time in their X-Timezone. A tool that fails answers the model with the reason
+// (the run goes on); it never fails the run.
 import { AppError, toAppError } from "../../core/errors.js";
 import type { JsonSchema, ToolDefinition } from "../../core/inference.js";
 import type { Extracted } from "../../ingest/types.js";
 import type { FileOut } from "../files/files-service.js";
-import { calculate, MAX_EXPRESSION_CHARS } from "./calculator.js";
+import { MAX_EXPRESSION_CHARS } from "./calculator.js";
+import { sharedCalculator, type CalculatorPool } from "./calculator-pool.js";
 import { PassageIndex } from "./file-search.js";
 
 export const BUILTIN_TOOLS = ["file_search", "list_files", "read_file", "calculator", "current_time"] as const;
@@ -88,6 +90,8 @@ export interface ToolBoxOptions {
   fileIds: string[] | null;
   timezone: string;
   now?: () => Date;
+  /** Where calculator expressions run; default the process's shared one. */
+  calculator?: CalculatorPool;
 }
 
 /** The built-in tools of one run. The search index is built on first use and lives as long as the run. */
@@ -135,7 +139,7 @@ export class ToolBox {
       case "file_search":
         return this.search(args);
       case "calculator":
-        return calculate(stringArg(args, "expression"));
+        return (this.options.calculator ?? sharedCalculator()).evaluate(stringArg(args, "expression"));
       case "current_time":
         return currentTime(this.options.timezone, (this.options.now ?? (() => new Date()))());
     }

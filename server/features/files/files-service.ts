@@ -16,6 +16,7 @@ import { isVideoTooLong } from "../../ingest/types.js";
 import type { FileResolver } from "../../pipeline/pipeline.js";
 import { estimateTokens } from "../../pipeline/token-estimate.js";
 import type { FileRow } from "../../store/files-repository.js";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrictTree } from "../../store/file-modes.js";
 import type { Store } from "../../store/store.js";
 
 /** The upload body limit (spec: 100 MB), on POST /v1/files only. */
@@ -97,7 +98,7 @@ export class PendingUpload {
     stream.on("data", (chunk: Buffer) => {
       this.size += chunk.length;
     });
-    await pipeline(stream, createWriteStream(this.tempPath, { flags: "wx" }));
+    await pipeline(stream, createWriteStream(this.tempPath, { flags: "wx", mode: PRIVATE_FILE_MODE }));
     if (stream.truncated) throw uploadTooLarge();
   }
 
@@ -129,10 +130,14 @@ export class FilesService implements FileResolver {
     this.now = options.now ?? nowSeconds;
   }
 
-  /** Prepares the folders, removes leftovers, resumes extractions a stop interrupted, starts the sweeper. */
+  /**
+   * Prepares the folders (private whatever the umask; a tree an earlier version left readable is
+   * tightened), removes leftovers, resumes extractions a stop interrupted, starts the sweeper.
+   */
   async start(): Promise<void> {
     await rm(this.incoming, { recursive: true, force: true });
-    await mkdir(this.incoming, { recursive: true });
+    await mkdir(this.incoming, { recursive: true, mode: PRIVATE_DIR_MODE });
+    restrictTree(this.dir);
     await this.sweep();
     const known = this.options.store.files.allIds();
     for (const entry of await readdir(this.dir)) if (entry !== ".incoming" && !known.has(entry)) await rm(join(this.dir, entry), { recursive: true, force: true });
@@ -171,7 +176,7 @@ export class FilesService implements FileResolver {
         { code: "file_limit_reached" },
       );
     this.inFlight.set(accountId, pending + 1);
-    await mkdir(this.incoming, { recursive: true });
+    await mkdir(this.incoming, { recursive: true, mode: PRIVATE_DIR_MODE });
     return new PendingUpload(accountId, join(this.incoming, newId("up_")), () => {
       const n = (this.inFlight.get(accountId) ?? 1) - 1;
       if (n > 0) this.inFlight.set(accountId, n);
@@ -209,7 +214,7 @@ export class FilesService implements FileResolver {
       created_at: now,
       expires_at: now + FILE_LIFETIME_SECONDS,
     };
-    await mkdir(this.fileDir(id));
+    await mkdir(this.fileDir(id), { mode: PRIVATE_DIR_MODE });
     await rename(upload.tempPath, this.originalPath(id));
     this.options.store.files.insertUpload(row);
     const job = this.extract(row);
@@ -303,7 +308,7 @@ export class FilesService implements FileResolver {
       try {
         const extracted = await this.options.ingest.extractFile(this.originalPath(row.id), classified, row.filename);
         if (!this.options.store.files.findAny(row.id)) return; // deleted meanwhile
-        await writeFile(this.contentPath(row.id), JSON.stringify(extracted));
+        await writeFile(this.contentPath(row.id), JSON.stringify(extracted), { mode: PRIVATE_FILE_MODE });
         const tokens = estimateTokens([{ role: "user", content: [{ type: "text", text: formatFileText(extracted, row.filename) }] }], []);
         this.options.store.files.setResult(row.id, { status: "processed", statusDetails: null, tokenEstimate: tokens });
       } catch (err) {

@@ -4,6 +4,7 @@ import { open, readdir, readFile, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { PARTIAL_DOWNLOAD_SUFFIX } from "../../engine/model-downloader.js";
+import { PRIVATE_FILE_MODE } from "../../store/file-modes.js";
 
 export function modelsDir(dataDir: string): string {
   return join(dataDir, "models");
@@ -124,7 +125,7 @@ export async function lockDownload(dataDir: string, file: string): Promise<() =>
   const path = join(downloadsDir(dataDir), `${basename(file)}.lock`);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const handle = await open(path, "wx");
+      const handle = await open(path, "wx", PRIVATE_FILE_MODE);
       await handle.writeFile(String(process.pid));
       await handle.close();
       return () => rm(path, { force: true });

@@ -16,6 +16,7 @@ import { formatBytes } from "../../core/format.js";
 import { keptBytesOfPartial, openModelDownload, PARTIAL_DOWNLOAD_SUFFIX, type DownloadProgress, type ModelDownload } from "../../engine/model-downloader.js";
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
+import { PRIVATE_DIR_MODE, restrictFile } from "../../store/file-modes.js";
 import type { SettingRow } from "../../store/settings-repository.js";
 import type { Store } from "../../store/store.js";
 import { describeDownloadError } from "./download-errors.js";
@@ -514,7 +515,7 @@ export class ModelsService {
     await probeHost(source.origin);
 
     const staging = downloadsDir(this.dataDir);
-    await mkdir(staging, { recursive: true });
+    await mkdir(staging, { recursive: true, mode: PRIVATE_DIR_MODE });
     let resumedFromBytes = 0;
     const meter = new SpeedMeter();
     let download: ModelDownload;
@@ -615,8 +616,12 @@ export class ModelsService {
           code: "model_verification_failed",
         });
       }
-      await mkdir(kind.directory, { recursive: true });
-      for (const part of parts) await rename(part.path, join(kind.directory, part.fileName));
+      await mkdir(kind.directory, { recursive: true, mode: PRIVATE_DIR_MODE });
+      // The downloader wrote the parts under the umask; what the server keeps in the data dir is the user's alone.
+      for (const part of parts) {
+        restrictFile(part.path);
+        await rename(part.path, join(kind.directory, part.fileName));
+      }
       const sizeBytes = parts.length === 1 ? (await stat(target)).size : parts.reduce((n, p) => n + p.totalBytes, 0);
       this.store.modelFiles.upsert({ file: kind.record(file), source: source.uri, state: "ready", size_bytes: sizeBytes, sha256: sha256 ?? null, updated_at: Date.now() });
       const madeActive = this.activateIfNone(file, options, kind.setting);

@@ -11,6 +11,7 @@ import type {
 } from "../../core/inference.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
+import { checkListLength, MAX_TOOL_CALLS } from "../list-limits.js";
 import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import type { ChatRequestBody } from "./schema.js";
 
@@ -124,6 +125,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
 function decodeToolCalls(value: unknown, where: string): ToolCall[] | undefined {
   if (value == null) return undefined;
   if (!Array.isArray(value)) throw invalidRequest("tool_calls must be an array.", where);
+  checkListLength(value, MAX_TOOL_CALLS, where);
   return value.map((call: unknown, j) => {
     const at = `${where}[${j}]`;
     if (!isObj(call)) throw invalidRequest("A tool call must be an object.", at);

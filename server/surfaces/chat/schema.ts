@@ -2,6 +2,7 @@
 // fields are allowed (clients send many); message contents are checked in decode.ts, which can name the
 // exact part at fault.
 import { Type, type Static } from "@sinclair/typebox";
+import { MAX_CONTENT_PARTS } from "../list-limits.js";
 import { Glassbox, nullable } from "../request-params.js";
 
 const StopSequence = Type.String({ minLength: 1, maxLength: 500 });
@@ -9,7 +10,7 @@ const StopSequence = Type.String({ minLength: 1, maxLength: 500 });
 const Message = Type.Object(
   {
     role: Type.String(),
-    content: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() })), Type.Null()])),
+    content: Type.Optional(Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }), { maxItems: MAX_CONTENT_PARTS }), Type.Null()])),
   },
   { additionalProperties: true },
 );

@@ -13,6 +13,7 @@ import type {
   ToolDefinition,
 } from "../../core/inference.js";
 import { reasoningForMessages } from "../../pipeline/reasoning-policy.js";
+import { checkListLength, MAX_CONTENT_PARTS } from "../list-limits.js";
 import type { CountTokensRequestBody, MessagesRequestBody } from "./schema.js";
 
 export type ThinkingDisplay = "summarized" | "omitted";
@@ -231,6 +232,7 @@ function decodeDocument(block: Obj, at: string): ContentPart[] {
     // Inline content: its text blocks form one text document; images inside go the image path.
     const inner = typeof source.content === "string" ? [{ type: "text", text: source.content }] : source.content;
     if (!Array.isArray(inner)) throw invalidRequest("A content source needs 'content': a string or blocks.", `${at}.source.content`);
+    checkListLength(inner, MAX_CONTENT_PARTS, `${at}.source.content`);
     const texts: string[] = [];
     const images: ContentPart[] = [];
     inner.forEach((b: unknown, k) => {
@@ -293,7 +295,8 @@ function decodeToolResult(block: Obj, at: string): CanonicalMessage {
   let content: ContentPart[];
   if (block.content == null) content = [];
   else if (typeof block.content === "string") content = [{ type: "text", text: block.content }];
-  else if (Array.isArray(block.content))
+  else if (Array.isArray(block.content)) {
+    checkListLength(block.content, MAX_CONTENT_PARTS, `${at}.content`);
     content = block.content.flatMap((inner: unknown, k) => {
       const where = `${at}.content[${k}]`;
       if (!isObj(inner)) throw invalidRequest("A content block must be an object.", where);
@@ -301,7 +304,7 @@ function decodeToolResult(block: Obj, at: string): CanonicalMessage {
         throw invalidRequest(`A tool_result may hold text, image and document blocks (got '${String(inner.type)}').`, `${where}.type`);
       return decodeUserBlock(inner, where);
     });
-  else throw invalidRequest("tool_result content must be a string or an array of blocks.", `${at}.content`);
+  } else throw invalidRequest("tool_result content must be a string or an array of blocks.", `${at}.content`);
   if (content.length === 0) content = [{ type: "text", text: "" }];
   if (mark(block, at).cacheBreakpoint) content[content.length - 1] = { ...content[content.length - 1]!, cacheBreakpoint: true };
   return { role: "tool", toolCallId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) };

@@ -2,6 +2,7 @@
 // ranges. Unknown fields are allowed (clients send many: service_tier, container, inference_geo, ...);
 // content blocks, tools and tool_choice are checked in decode.ts, which can name the exact block at fault.
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { MAX_CONTENT_PARTS, MAX_TOOLS } from "../list-limits.js";
 
 /** A field sent as null counts as not sent. */
 function nullable<T extends TSchema>(schema: T) {
@@ -15,7 +16,7 @@ const Block = Type.Object({ type: Type.String() }, { additionalProperties: true 
 const Message = Type.Object(
   {
     role: Type.String(),
-    content: Type.Union([Type.String(), Type.Array(Block)]),
+    content: Type.Union([Type.String(), Type.Array(Block, { maxItems: MAX_CONTENT_PARTS })]),
   },
   { additionalProperties: true },
 );
@@ -47,8 +48,8 @@ const OutputFormat = Type.Object({ type: Type.String() }, { additionalProperties
 const common = {
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(Message, { minItems: 1, maxItems: 200 }),
-  system: Type.Optional(nullable(Type.Union([Type.String(), Type.Array(Block)]))),
-  tools: Type.Optional(nullable(Type.Array(Tool))),
+  system: Type.Optional(nullable(Type.Union([Type.String(), Type.Array(Block, { maxItems: MAX_CONTENT_PARTS })]))),
+  tools: Type.Optional(nullable(Type.Array(Tool, { maxItems: MAX_TOOLS }))),
   tool_choice: Type.Optional(nullable(ToolChoice)),
   thinking: Type.Optional(nullable(Thinking)),
   // The answer's format: output_config.format, or output_format (the structured-outputs beta's field, which

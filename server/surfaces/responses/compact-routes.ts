@@ -7,6 +7,7 @@ import { invalidRequest } from "../../core/errors.js";
 import { newId, nowSeconds } from "../../core/ids.js";
 import type { ServerDeps } from "../../http/context.js";
 import { serveInference } from "../../http/inference.js";
+import { MAX_INPUT_ITEMS } from "../list-limits.js";
 import { nullable } from "../request-params.js";
 import { compactionItem } from "./compaction.js";
 import { decodeResponsesRequest } from "./decode.js";
@@ -16,7 +17,7 @@ import type { ResponsesRequestBody } from "./schema.js";
 const CompactRequestSchema = Type.Object(
   {
     model: Type.Optional(nullable(Type.String({ minLength: 1 }))),
-    input: Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1 })]),
+    input: Type.Union([Type.String(), Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1, maxItems: MAX_INPUT_ITEMS })]),
     instructions: Type.Optional(nullable(Type.String())),
     previous_response_id: Type.Optional(Type.Unknown()),
   },

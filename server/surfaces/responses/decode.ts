@@ -18,6 +18,7 @@ import type {
 import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
+import { checkListLength, MAX_CONTENT_PARTS, MAX_TOOLS } from "../list-limits.js";
 import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import { COMPACTION_INSTRUCTION, decodeCompactionContent, summaryMessage } from "./compaction.js";
 import type { ResponsesRequestBody } from "./schema.js";
@@ -109,10 +110,11 @@ export function decodeResponsesRequest(body: ResponsesRequestBody): DecodedRespo
   const effort = body.reasoning?.effort ?? model.defaultEffort;
   const { format, echo: formatEcho } = decodeTextFormat(body.text?.format ?? undefined);
 
-  const messages: CanonicalMessage[] = [];
-  if (body.instructions) messages.push({ role: "system", content: [{ type: "text", text: body.instructions }] });
   const input = decodeInput(body.input);
-  messages.push(...input.messages);
+  // Not push(...): a spread of a long list passes every item as an argument, and the stack runs out.
+  const messages: CanonicalMessage[] = body.instructions
+    ? [{ role: "system", content: [{ type: "text", text: body.instructions }] }, ...input.messages]
+    : input.messages;
   const compaction = input.compactionTrigger;
   // A compaction writes a summary: the tools stay described (the prompt's start is then the one the
   // conversation's turns share, and comes from the cache), but the model may not call them.
@@ -276,7 +278,7 @@ function decodeInput(input: ResponsesRequestBody["input"]): { messages: Canonica
       case "reasoning": {
         // Given back as the thought of the assistant turn that follows it; dropped when none follows.
         turn = null;
-        const text = reasoningTextOf(item);
+        const text = reasoningTextOf(item, where);
         thought = thought && text ? `${thought}\n\n${text}` : thought || text || undefined;
         break;
       }
@@ -311,7 +313,9 @@ function decodeFunctionCall(item: Obj, where: string): ToolCall {
   return { id: item.call_id, name, arguments: args };
 }
 
-function reasoningTextOf(item: Obj): string {
+function reasoningTextOf(item: Obj, where: string): string {
+  checkListLength(item.content, MAX_CONTENT_PARTS, `${where}.content`);
+  checkListLength(item.summary, MAX_CONTENT_PARTS, `${where}.summary`);
   const texts = (list: unknown) =>
     Array.isArray(list) ? list.map((p) => (isObj(p) && typeof p.text === "string" ? p.text : "")).filter(Boolean) : [];
   // Full reasoning text where a client sends it, else the summary (what this server returns).
@@ -322,6 +326,7 @@ function reasoningTextOf(item: Obj): string {
 function decodeAssistantContent(content: unknown, where: string): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
+  checkListLength(content, MAX_CONTENT_PARTS, where);
   return content
     .map((part: unknown, j) => {
       const at = `${where}[${j}]`;
@@ -345,6 +350,7 @@ function decodeToolOutput(output: unknown, where: string): ContentPart[] {
 function decodeInputContent(content: unknown, where: string): ContentPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
+  checkListLength(content, MAX_CONTENT_PARTS, where);
   return content.map((part: unknown, j): ContentPart => {
     const at = `${where}[${j}]`;
     if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
@@ -421,6 +427,7 @@ function decodeTools(tools: ResponsesRequestBody["tools"]): DeclaredTools {
       if (typeof namespace !== "string" || !TOOL_NAME.test(namespace))
         throw invalidRequest("A namespace tool needs a name of 1 to 64 letters, digits, '_' or '-'.", `${where}.name`);
       if (tool.tools != null && !Array.isArray(tool.tools)) throw invalidRequest("A namespace tool's tools must be an array.", `${where}.tools`);
+      checkListLength(tool.tools, MAX_TOOLS, `${where}.tools`);
       ((tool.tools as unknown[] | undefined) ?? []).forEach((inner, j) => {
         if (!isObj(inner) || inner.type !== "function") return;
         const added = addFunction(inner, `${where}.tools[${j}]`, namespace);
@@ -490,6 +497,7 @@ function decodeToolChoice(
     if (obj.mode !== "auto" && obj.mode !== "required")
       throw invalidRequest("allowed_tools mode must be 'auto' or 'required'.", "tool_choice.mode");
     if (!Array.isArray(obj.tools)) throw invalidRequest("allowed_tools needs a 'tools' array.", "tool_choice.tools");
+    checkListLength(obj.tools, MAX_TOOLS, "tool_choice.tools");
     const names = new Set<string>();
     obj.tools.forEach((entry: unknown, k) => {
       if (!isObj(entry) || entry.type !== "function") return;

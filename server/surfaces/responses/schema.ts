@@ -3,6 +3,7 @@
 // Codex send many (include, prompt_cache_key, client_metadata, ...). Input items, tools and formats are
 // checked in decode.ts, which can name the exact item at fault.
 import { Type, type Static } from "@sinclair/typebox";
+import { MAX_INPUT_ITEMS, MAX_TOOLS } from "../list-limits.js";
 import { Glassbox, nullable } from "../request-params.js";
 
 const Item = Type.Object({}, { additionalProperties: true });
@@ -41,9 +42,9 @@ const Text = Type.Object(
 export const ResponsesRequestSchema = Type.Object(
   {
     model: Type.Optional(nullable(Type.String({ minLength: 1 }))),
-    input: Type.Union([Type.String(), Type.Array(Item, { minItems: 1 })]),
+    input: Type.Union([Type.String(), Type.Array(Item, { minItems: 1, maxItems: MAX_INPUT_ITEMS })]),
     instructions: Type.Optional(nullable(Type.String())),
-    tools: Type.Optional(nullable(Type.Array(Tool))),
+    tools: Type.Optional(nullable(Type.Array(Tool, { maxItems: MAX_TOOLS }))),
     tool_choice: Type.Optional(Type.Union([ToolChoice, Type.Null()])),
     parallel_tool_calls: Type.Optional(nullable(Type.Boolean())),
     reasoning: Type.Optional(nullable(Reasoning)),
