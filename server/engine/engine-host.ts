@@ -119,6 +119,8 @@ export interface HostOptions {
 }
 
 const DEFAULT_RESTART_LIMIT = 3;
+/** How long /health waits for the engine process's fresh GPU figures before taking the last ones. */
+const GPU_WAIT_MS = 50;
 const RESTART_WINDOW_MS = 60_000;
 
 export class EngineHost {
@@ -134,6 +136,8 @@ export class EngineHost {
   private readonly log: HostLog;
   private readonly listeners = new Set<() => void>();
   private readonly restartLimit: number;
+  /** The GPU's figures as the engine last gave them (gpuNow). */
+  private lastGpu: GpuInfo | null = null;
   /** When the engine died lately (within RESTART_WINDOW_MS). */
   private deaths: number[] = [];
   /** How the engine died, while it is being started again. */
@@ -233,9 +237,15 @@ export class EngineHost {
   /** What the runtime runs on, with free memory as of now; null until a runtime has been loaded. */
   async gpuNow(): Promise<GpuInfo | null> {
     // The engine process has the runtime; this process has one only if it detected the GPU before any model.
+    // The engine process answers between its own jobs (compiling a large grammar holds it a second): /health
+    // waits for it at most GPU_WAIT_MS, then takes the last figures, and the answer still arriving updates them.
     const engine = this.current?.inner;
-    const fresh = await (engine?.gpuNow ? engine.gpuNow() : currentGpu()).catch(() => null);
-    return fresh ?? this.status().gpu;
+    const query = (engine?.gpuNow ? engine.gpuNow() : currentGpu()).catch(() => null);
+    void query.then((gpu) => {
+      if (gpu) this.lastGpu = gpu;
+    });
+    const fresh = await Promise.race([query, new Promise<null>((resolve) => setTimeout(() => resolve(null), GPU_WAIT_MS).unref())]);
+    return fresh ?? this.lastGpu ?? this.status().gpu;
   }
 
   /** Records what GPU detection found before any model is loaded. */

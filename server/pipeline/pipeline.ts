@@ -13,7 +13,8 @@ import type {
   ToolDefinition,
 } from "../core/inference.js";
 import type { EngineHost } from "../engine/engine-host.js";
-import { cachedSchemaGrammar, UnsupportedSchemaError, validateJsonAgainstSchema } from "../engine/json-schema-grammar.js";
+import { UnsupportedSchemaError } from "../engine/json-schema-grammar.js";
+import { sharedSchemaChecks, type SchemaChecks } from "./schema-checks.js";
 import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
 import { formatFileText, sharedIngest, type Extracted, type Ingest } from "../ingest/ingest.js";
 import { assessComplexity, planComplexity, type ComplexityPlan } from "./complexity.js";
@@ -108,7 +109,7 @@ export class InferencePipeline {
    */
   async open(request: InferenceRequest, options: RunOptions): Promise<InferenceStream> {
     const { signal } = options;
-    checkSchemas(request);
+    await checkSchemas(request);
     // No model: say so now rather than after a wait in the queue.
     const engine = this.host.engine();
     let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }) };
@@ -147,7 +148,7 @@ export class InferencePipeline {
         const held: InferenceEvent[] = [];
         for await (const event of ahead) {
           if (event.type === "done") {
-            const result = finishResult(request, event.outcome, log, plan);
+            const result = await finishResult(request, event.outcome, log, plan);
             const withheld = result.stopReason === "abstained" || result.refusal !== undefined;
             if (!withheld) yield* held;
             yield { type: "done", result };
@@ -185,7 +186,7 @@ export class InferencePipeline {
    * too; the output schema adds nothing to the count (the model never reads it: it is a grammar).
    */
   async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
-    checkSchemas(request);
+    await checkSchemas(request);
     return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
   }
 }
@@ -200,10 +201,11 @@ async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, t
 }
 
 /**
- * Compiles the output and tool schemas into grammars (cached by schema), so a schema the server cannot
- * honour is a 400 whether or not a model is loaded, and before the request waits for a sequence.
+ * Compiles the output and tool schemas into grammars (in the schema worker, remembered by schema), so a
+ * schema the server cannot honour is a 400 whether or not a model is loaded, and before the request waits
+ * for a sequence.
  */
-export function checkSchemas(request: InferenceRequest): void {
+export async function checkSchemas(request: InferenceRequest, checks: SchemaChecks = sharedSchemaChecks): Promise<void> {
   const output =
     request.output.type === "json_schema"
       ? [{ schema: request.output.schema, param: request.output.param ?? "response_format", strict: request.output.strict === true }]
@@ -211,14 +213,14 @@ export function checkSchemas(request: InferenceRequest): void {
   const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters`, strict: tool.strict === true }));
   // Every tool counts (the prompt shows them all); only those that may be called are compiled.
   checkSchemaLimits([...output, ...tools]);
-  for (const { schema, param, strict } of [...output, ...(request.toolChoice.type === "none" ? [] : tools)]) {
-    try {
-      cachedSchemaGrammar(schema, strict);
-    } catch (err) {
-      if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
-      throw err;
-    }
-  }
+  const compiled = [...output, ...(request.toolChoice.type === "none" ? [] : tools)];
+  const verdicts = await Promise.allSettled(compiled.map(({ schema, strict }) => checks.support(schema, strict)));
+  verdicts.forEach((verdict, i) => {
+    if (verdict.status === "fulfilled") return;
+    const err = verdict.reason as unknown;
+    if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, compiled[i]!.param, "invalid_schema");
+    throw err;
+  });
 }
 
 /**
@@ -338,8 +340,8 @@ function applyRefusalMode(messages: CanonicalMessage[], request: InferenceReques
   return [{ role: "system", content: [{ type: "text", text: STRICT_REFUSAL_INSTRUCTION }] }, ...messages];
 }
 
-function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog, plan: ComplexityPlan): InferenceResult {
-  checkOutput(request, outcome, log);
+async function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog, plan: ComplexityPlan): Promise<InferenceResult> {
+  await checkOutput(request, outcome, log);
   const judgement = judgeAnswer(request, outcome.stopReason, outcome.scored);
   const abstained = judgement.stopReason === "abstained";
   const withheld = judgement.withheld;
@@ -365,16 +367,16 @@ function finishResult(request: InferenceRequest, outcome: EngineOutcome, log: Pi
  * finished. A violation is our bug: it is logged with what failed, and the caller gets an error saying so
  * instead of JSON that silently breaks its parser. Output cut by max_tokens is incomplete by design.
  */
-export function checkOutput(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog): void {
+export async function checkOutput(request: InferenceRequest, outcome: EngineOutcome, log: PipelineLog, checks: SchemaChecks = sharedSchemaChecks): Promise<void> {
   const failures: string[] = [];
   if (request.output.type === "json_schema" && outcome.stopReason !== "max_tokens" && outcome.toolCalls.length === 0) {
-    const problem = jsonProblem(request.output.schema, outcome.text, request.output.strict === true);
+    const problem = await jsonProblem(checks, request.output.schema, outcome.text, request.output.strict === true);
     if (problem) failures.push(`the answer ${problem}`);
   }
   const complete = outcome.stopReason === "max_tokens" ? outcome.toolCalls.slice(0, -1) : outcome.toolCalls;
   for (const call of complete) {
     const tool = request.tools.find((t) => t.name === call.name);
-    const problem = tool ? jsonProblem(tool.parameters, call.arguments, tool.strict === true) : "names a tool that was not offered";
+    const problem = tool ? await jsonProblem(checks, tool.parameters, call.arguments, tool.strict === true) : "names a tool that was not offered";
     if (problem) failures.push(`the arguments of the call to '${call.name}' ${problem}`);
   }
   if (failures.length === 0) return;
@@ -384,13 +386,14 @@ export function checkOutput(request: InferenceRequest, outcome: EngineOutcome, l
   });
 }
 
-function jsonProblem(schema: Record<string, unknown>, text: string, strict: boolean): string | null {
+async function jsonProblem(checks: SchemaChecks, schema: Record<string, unknown>, text: string, strict: boolean): Promise<string | null> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return "is not valid JSON";
   }
-  const result = validateJsonAgainstSchema(schema, value, { strict });
-  return result.valid ? null : `does not match the schema (${result.errors.slice(0, 3).join("; ")})`;
+  // Validating compiles the schema (ajv) the first time: in the schema worker, off the event loop.
+  const errors = await checks.validate(schema, value, strict);
+  return errors.length === 0 ? null : `does not match the schema (${errors.slice(0, 3).join("; ")})`;
 }

@@ -3,6 +3,7 @@
 // now rather than an errored line hours later.
 import { Ajv } from "ajv";
 import { AppError, isAppError } from "../../core/errors.js";
+import type { InferenceRequest } from "../../core/inference.js";
 import { fastifyErrorToAppError } from "../../http/fastify-errors.js";
 import { checkSchemas } from "../../pipeline/pipeline.js";
 import { decodeMessagesRequest } from "../../surfaces/messages/decode.js";
@@ -24,6 +25,8 @@ export interface ValidEntry {
   customId: string;
   /** The params as they will be stored and run (JSON). */
   params: string;
+  /** The params decoded, for the schema check that follows (checkEntrySchemas). */
+  inference: InferenceRequest;
 }
 
 // The options Fastify gives its own validator (server/http/app.ts), so the messages match POST /v1/messages.
@@ -53,13 +56,29 @@ export function checkEntry(value: unknown, index: number, seen: Map<string, numb
     return fromAppError(problem, `${at}.params`, err, customId);
   }
   if (params.stream === true) return problem(`${at}.params.stream`, "Batch requests cannot stream; leave stream unset or false.", customId);
+  let inference: InferenceRequest;
   try {
-    checkSchemas(decodeMessagesRequest(params).inference);
+    inference = decodeMessagesRequest(params).inference;
   } catch (err) {
     if (!isAppError(err)) throw err;
     return fromAppError(problem, `${at}.params`, err, customId);
   }
-  return { customId, params: JSON.stringify(params) };
+  return { customId, params: JSON.stringify(params), inference };
+}
+
+/**
+ * The entry's output and tool schemas, compiled as for a run (in the schema worker, off the event loop);
+ * a problem naming where, or null.
+ */
+export async function checkEntrySchemas(entry: ValidEntry, index: number): Promise<EntryProblem | null> {
+  try {
+    await checkSchemas(entry.inference);
+    return null;
+  } catch (err) {
+    if (!isAppError(err)) throw err;
+    const problem = (param: string, message: string, customId: string | null = null): EntryProblem => ({ index, custom_id: customId, param, message });
+    return fromAppError(problem, `requests[${index}].params`, err, entry.customId);
+  }
 }
 
 function fromAppError(problem: (param: string, message: string, customId: string | null) => EntryProblem, prefix: string, err: AppError, customId: string): EntryProblem {

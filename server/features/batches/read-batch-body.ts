@@ -4,13 +4,13 @@
 import { createHash } from "node:crypto";
 import { JSONParser } from "@streamparser/json";
 import { AppError } from "../../core/errors.js";
-import { checkEntry, isProblem, type EntryProblem, type ValidEntry } from "./batch-entries.js";
+import { checkEntry, checkEntrySchemas, isProblem, type EntryProblem, type ValidEntry } from "./batch-entries.js";
 
 export interface ReadOptions {
   maxBytes: number;
   maxRequests: number;
   /** Valid entries, in order, a chunk's worth at a time; not called again once a problem was found. */
-  onEntries: (entries: Array<ValidEntry & { index: number }>) => void;
+  onEntries: (entries: Array<Omit<ValidEntry, "inference"> & { index: number }>) => void;
 }
 
 export interface ReadOutcome {
@@ -86,7 +86,14 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
     if (valid.length > 0 && problemCount === 0) {
       const ready = valid;
       valid = [];
-      options.onEntries(ready);
+      // Their schemas are compiled in the schema worker meanwhile (the event loop stays free).
+      for (const problem of await Promise.all(ready.map((e) => checkEntrySchemas(e, e.index))))
+        if (problem) {
+          problemCount++;
+          if (problems.length < 100) problems.push(problem);
+        }
+      if (problemCount === 0) options.onEntries(ready.map(({ inference: _, ...entry }) => entry));
+      else valid = [];
     }
   }
   if (bytes === 0) throw notAnArray();
