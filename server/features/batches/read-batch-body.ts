@@ -46,6 +46,8 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
   let bytes = 0;
   let structureError: AppError | null = null;
   let valid: Array<ValidEntry & { index: number }> = [];
+  /** Entries whose schemas are still to be compiled (in the schema worker, after each chunk). */
+  let unchecked: Array<ValidEntry & { index: number }> = [];
 
   // keepStack false: entries handed out are dropped from the parser's own copy of the array.
   const parser = new JSONParser({ paths: ["$.requests.*"], keepStack: false, stringBufferSize: 64 * 1024 });
@@ -69,7 +71,11 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
       problemCount++;
       if (problems.length < 100) problems.push(entry);
       valid = [];
-    } else if (problemCount === 0) valid.push({ ...entry, index: count - 1 });
+    } else {
+      // Its schemas are checked after the chunk (a problem there is listed too, in order).
+      if (problems.length < 100) unchecked.push({ ...entry, index: count - 1 });
+      if (problemCount === 0) valid.push({ ...entry, index: count - 1 });
+    }
   };
 
   for await (const chunk of readingOf(body)) {
@@ -83,19 +89,24 @@ export async function readBatchBody(body: AsyncIterable<Buffer | string>, option
       throw invalidJson((err as Error).message);
     }
     if (structureError) throw structureError;
-    if (valid.length > 0 && problemCount === 0) {
-      const ready = valid;
-      valid = [];
+    if (unchecked.length > 0) {
+      const checking = unchecked;
+      unchecked = [];
       // Their schemas are compiled in the schema worker meanwhile (the event loop stays free).
-      for (const problem of await Promise.all(ready.map((e) => checkEntrySchemas(e, e.index))))
+      for (const problem of await Promise.all(checking.map((e) => checkEntrySchemas(e, e.index))))
         if (problem) {
           problemCount++;
           if (problems.length < 100) problems.push(problem);
         }
+    }
+    if (valid.length > 0) {
+      const ready = valid;
+      valid = [];
       if (problemCount === 0) options.onEntries(ready.map(({ inference: _, ...entry }) => entry));
-      else valid = [];
     }
   }
+  // Schema problems are found after the chunk their entry came in: the list goes in the body's order.
+  problems.sort((a, b) => a.index - b.index);
   if (bytes === 0) throw notAnArray();
   // Without a separator the parser ends by itself after one complete value; otherwise the JSON was cut short.
   if (!parser.isEnded) throw invalidJson("the body ended in the middle of the JSON");
