@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
+import { CalculatorPool } from "../../server/features/agent/calculator-pool.js";
 import { ToolBox, type AgentFiles } from "../../server/features/agent/tools.js";
 import { FakeEngine, outcome } from "../support/fake-engine.js";
 import { writeTinyModel } from "../../resources/test-model/cli.js";
@@ -90,6 +91,19 @@ describe("the calculator runs apart from the server, under a time and memory bud
       ["f(x) = x^2; f(3)", "9"],
     ])
       expect((await calculate(expression!)).result, expression).toEqual({ expression, result });
+  });
+});
+
+describe("closing the calculator", () => {
+  // A server shutting down while an agent run has just warmed the calculator up: close() used to wait for
+  // ever (the failed start terminated the pool a second time, and workerpool kept only the second waiter).
+  it.each([0, 50, 300])("close() %i ms after a warm-up, while its process still starts, returns", async (delayMs) => {
+    const pool = new CalculatorPool();
+    pool.warmUp();
+    await new Promise((r) => setTimeout(r, delayMs));
+    const closed = await Promise.race([pool.close().then(() => "closed"), new Promise((r) => setTimeout(() => r("hung"), 10_000))]);
+    expect(closed).toBe("closed");
+    await expect(pool.evaluate("1+1")).rejects.toMatchObject({ code: "shutting_down" });
   });
 });
 

@@ -133,8 +133,12 @@ export class CalculatorPool {
         await pool.exec("evaluate", ["0"]).timeout(STARTUP_MS);
         this.warm = true;
       } catch (err) {
-        this.pool = null;
-        void pool.terminate(true).catch(() => undefined);
+        // Unless stop() has already taken it: a second terminate replaces workerpool's completion callback,
+        // and the first one's promise (the one close() waits on) would never settle.
+        if (this.pool === pool) {
+          this.pool = null;
+          void pool.terminate(true).catch(() => undefined);
+        }
         throw new AppError("unavailable", `The calculator could not start: ${(err as Error).message}`, { code: "calculator_unavailable" });
       }
       return pool;
