@@ -52,7 +52,7 @@ import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { engineBuildHint, loadEngineBuild, nodeLlamaCppDirectory } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
-import { StepLoop } from "./step-loop.js";
+import { StepLoop, tokenPathsFromEnvironment, type TokenPaths } from "./step-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 
@@ -77,6 +77,8 @@ export interface LlamaEngineOptions {
   tokenizeTimeoutMs?: number;
   /** Warm start (warm-start.ts): save long shared prefixes' KV cache here and restore it after a restart. */
   warmStart?: { dir: string; maxBytes?: number; minTokens?: number };
+  /** The engine build's token paths to take where the binaries have them; default: tokenPathsFromEnvironment(). */
+  tokenPaths?: TokenPaths;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
 
@@ -306,8 +308,10 @@ export class LlamaEngine implements Engine {
     private readonly contextFacts: ContextFacts,
     private readonly gpu: GpuInfo,
     private readonly tokenizeTimeoutMs: number,
+    tokenPaths: TokenPaths,
   ) {
-    this.steps = new StepLoop(context, model, round.schedule);
+    // How a token is produced is decided here, once, from the binaries and the load's options.
+    this.steps = new StepLoop(context, model, round.schedule, tokenPaths);
   }
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -451,7 +455,8 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS);
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
+      options.log?.("debug", `Tokens are produced by ${engine.steps.describe()}.`);
       if (options.warmStart)
         engine.warm = new WarmStart(
           {

@@ -169,10 +169,22 @@ export const SOLO_MAX_SAMPLES = 32;
 export const SOLO_AHEAD = 16;
 export const SOLO_DELIVER_MS = 16;
 
-/** `SVC_SOLO_LOOP=0` keeps lone generations on the token-by-token path (to compare the two). */
-const soloEnabled = () => process.env.SVC_SOLO_LOOP !== "0";
-/** `SVC_STEP_SAMPLING=0` samples a step's tokens in jobs of their own after its decode (to compare the two). */
-const stepSamplingEnabled = () => process.env.SVC_STEP_SAMPLING !== "0";
+/**
+ * Which of the engine build's paths the loop may take, chosen once when the model loads (with the binaries'
+ * capabilities): solo runs for a lone generation, samplings in the decode's job for a step of several.
+ */
+export interface TokenPaths {
+  solo: boolean;
+  stepSampling: boolean;
+}
+
+/**
+ * The paths asked for at load: all, unless `SVC_SOLO_LOOP=0` or `SVC_STEP_SAMPLING=0` (to compare them with
+ * the token-by-token path), read here once, never per call.
+ */
+export function tokenPathsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TokenPaths {
+  return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0" };
+}
 
 /** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
 function budget(track: Track): number {
@@ -222,24 +234,37 @@ export class StepLoop {
    * @param schedule when to send the queued steps as one batch (the decode round's: at once when one
    *   sequence generates, after the current cascade of promise jobs when several do).
    */
+  /** Whether this node-llama-cpp has the shapes the loop relies on (decided at load). */
+  readonly available: boolean;
+  /** The paths this loop takes: asked for at load, and present in the binaries (decided at load). */
+  readonly paths: TokenPaths;
+
   constructor(
     private readonly context: LlamaContext,
     private readonly model: LlamaModel,
     private readonly schedule: (dispatch: () => void) => void,
-  ) {}
-
-  /** Whether this node-llama-cpp has the shapes the loop relies on. */
-  get available(): boolean {
+    paths: TokenPaths = tokenPathsFromEnvironment(),
+  ) {
     const binding = (this.context as unknown as { _ctx?: Partial<Binding> })._ctx;
     const sampler = (this.model as unknown as { _llama?: { _bindings?: { AddonSampler?: unknown } } })._llama?._bindings?.AddonSampler;
-    return (
+    this.available =
       SHARED_LOCKS &&
       typeof binding?.initBatch === "function" &&
       typeof binding.addToBatch === "function" &&
       typeof binding.decodeBatch === "function" &&
       typeof binding.sampleToken === "function" &&
-      typeof sampler === "function"
-    );
+      typeof sampler === "function";
+    this.paths = {
+      solo: this.available && paths.solo && typeof binding?.runSolo === "function",
+      stepSampling: this.available && paths.stepSampling && typeof binding?.decodeBatchAndSample === "function",
+    };
+  }
+
+  /** The path in words, for the load's log line. */
+  describe(): string {
+    if (!this.available) return "node-llama-cpp's evaluate for every token (its binding lacks the step loop's shapes)";
+    const extras = [this.paths.solo ? "solo runs" : "", this.paths.stepSampling ? "sampling in the decode's job" : ""].filter(Boolean);
+    return `the step loop${extras.length ? ` with ${extras.join(" and ")}` : ""}`;
   }
 
   /** Whether a sequence's evaluation with these options can take its steps here. */
@@ -319,11 +344,9 @@ export class StepLoop {
    * to token (no repeat penalties, which read the tokens the generation has taken in; no bias function).
    */
   private soloFits(track: Track, feed: Token[]): boolean {
-    const binding = (this.context as unknown as { _ctx: Binding })._ctx;
     const options = track.options;
     return (
-      soloEnabled() &&
-      typeof binding.runSolo === "function" &&
+      this.paths.solo &&
       this.live === 1 &&
       !this.running &&
       this.pending.length === 0 &&
@@ -497,7 +520,7 @@ export class StepLoop {
         // With `svc engine build`'s binaries, the tokens are sampled in the decode's own job when every
         // track's settings allow sampling before the ask: one trip through the libuv pool a step instead of
         // one for the decode and one for each sampling (docs/performance.md, section 17).
-        const presample = stepSamplingEnabled() && typeof binding.decodeBatchAndSample === "function" && entries.every((e) => e.track.fixed);
+        const presample = this.paths.stepSampling && entries.every((e) => e.track.fixed);
         let presampled: number[] | null = null;
         try {
           if (presample) {

@@ -7,9 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
-import { engineBuildPathsOff, spyOnBinding } from "../support/binding-spy.js";
+import { spyOnBinding } from "../support/binding-spy.js";
 
 let engine: LlamaEngine;
+/**
+ * The same model with the engine build's paths off (chosen at load): every step on node-llama-cpp's
+ * token-by-token binding calls (decodeBatch, then sampleToken), for the tests that watch that path at the
+ * binding on a machine that has `svc engine build`'s binaries (no solo runs, no samplings in the decode's job).
+ */
+let tokenByToken: LlamaEngine;
 let dir: string;
 
 // A small model with random weights that never ends its turn: every answer runs to max_tokens.
@@ -28,10 +34,10 @@ const ask = (text: string, maxTokens: number): EngineRequest => ({
   sampling: { temperature: 0 },
 });
 
-async function answer(request: EngineRequest, signal = new AbortController().signal): Promise<{ text: string; tokens: number }> {
+async function answer(request: EngineRequest, signal = new AbortController().signal, on: LlamaEngine = engine): Promise<{ text: string; tokens: number }> {
   let text = "";
   let tokens = 0;
-  for await (const e of engine.generate(request, signal)) {
+  for await (const e of on.generate(request, signal)) {
     if (e.type === "text.delta") text += e.text;
     if (e.type === "done") tokens = e.outcome.usage.completionTokens;
   }
@@ -42,9 +48,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "svc-parallel-"));
   const modelPath = ensurePeerModel(join(dir, "random.gguf"), SHAPE);
   engine = await LlamaEngine.load({ modelPath, threads: 1, sequences: 4, contextSize: 1024, gpu: "cpu" });
+  tokenByToken = await LlamaEngine.load({ modelPath, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", tokenPaths: { solo: false, stepSampling: false } });
 });
 afterAll(async () => {
   await engine?.close();
+  await tokenByToken?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -83,38 +91,35 @@ describe("LlamaEngine with 4 sequences", () => {
 
   // These watch the token-by-token path at the binding: with `svc engine build`'s binaries present, a lone
   // answer's steps would run solo, and steps sample in their decode's job (both tested in test/engine-build),
-  // so they keep those paths off.
+  // so they run on the engine loaded with those paths off.
   it("takes plain-text steps on the step loop, whose node-llama-cpp shapes are all there", async () => {
-    const soloBack = engineBuildPathsOff();
     // Without them the loop turns itself off and every token goes through sequence.evaluate: slower, and
     // silently so; this test says so when a node-llama-cpp update moves them.
-    const steps = (engine as unknown as { steps: { available: boolean; qualifies: (...args: unknown[]) => boolean } }).steps;
+    const steps = (engine as unknown as { steps: { available: boolean } }).steps;
     expect(steps.available).toBe(true);
+    expect((tokenByToken as unknown as { steps: { paths: object } }).steps.paths).toEqual({ solo: false, stepSampling: false });
     let samples = 0;
-    const undo = spyOnBinding((engine as unknown as { context: object }).context, (method) => {
+    const undo = spyOnBinding((tokenByToken as unknown as { context: object }).context, (method) => {
       if (method === "sampleToken") samples++;
     });
     try {
-      expect((await answer(ask("count the steps", 32))).tokens).toBe(32);
+      expect((await answer(ask("count the steps", 32), undefined, tokenByToken)).tokens).toBe(32);
     } finally {
       undo();
-      soloBack();
     }
     // Every token sampled once, all by the loop (node-llama-cpp reads the prompt without sampling).
     expect(samples).toBe(32);
   });
 
   it("decodes nothing past an answer that ends at max_tokens (no token decoded ahead to take back)", async () => {
-    const soloBack = engineBuildPathsOff();
     const steps: number[] = [];
-    const undo = spyOnBinding((engine as unknown as { context: object }).context, (method, args) => {
+    const undo = spyOnBinding((tokenByToken as unknown as { context: object }).context, (method, args) => {
       if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) steps.push(args[1] as number);
     });
     try {
-      expect((await answer(ask("a budget", 12))).tokens).toBe(12);
+      expect((await answer(ask("a budget", 12), undefined, tokenByToken)).tokens).toBe(12);
     } finally {
       undo();
-      soloBack();
     }
     // The prompt's last token, then tokens 1 to 11 at the positions after it; the 12th ends the answer.
     expect(steps.length).toBe(12);

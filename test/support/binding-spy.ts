@@ -18,20 +18,3 @@ export function spyOnBinding(context: object, spy: (method: string, args: unknow
     holder._ctx = binding;
   };
 }
-
-/**
- * Keeps every step on node-llama-cpp's token-by-token binding calls (decodeBatch, then sampleToken), for
- * tests that watch that path at the binding on a machine that has `svc engine build`'s binaries: no solo
- * runs for lone generations (`SVC_SOLO_LOOP=0`) and no samplings in the decode's job (`SVC_STEP_SAMPLING=0`),
- * both read as each step or run starts. Returns the undo.
- */
-export function engineBuildPathsOff(): () => void {
-  const names = ["SVC_SOLO_LOOP", "SVC_STEP_SAMPLING"] as const;
-  const before = names.map((name) => process.env[name]);
-  for (const name of names) process.env[name] = "0";
-  return () =>
-    names.forEach((name, i) => {
-      if (before[i] === undefined) delete process.env[name];
-      else process.env[name] = before[i];
-    });
-}
