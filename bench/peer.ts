@@ -20,7 +20,7 @@ import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ENGINE_BUILD_OPTIONS, findEngineBuilds } from "../server/engine/engine-build.js";
+import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
@@ -579,7 +579,7 @@ try {
 const text = report(results);
 // The server loads `svc engine build`'s build first when it is there (with the patches it names), else another local build.
 const engineBuild = (await findEngineBuilds()).some((b) => b.current && !b.building);
-const localBuild = engineBuild ? `\`svc engine build\`'s binaries (patches: ${ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES})` : "node-llama-cpp's local build";
+const localBuild = engineBuild ? `\`svc engine build\`'s binaries (build ${engineBuildOptions().SVC_BUILD_ID})` : "node-llama-cpp's local build";
 console.log(`\n${availableParallelism()} cores (${cpu}), model ${model.replace(ROOT, "")}, ${rounds} rounds, ${tokens}-token greedy answers, ${slots} slots of ${contextSize} tokens; default threads ${svcDefault};${busyPercent > 0 ? ` another process busy on one core ${busyPercent}% of the time;` : ""} ours on ${[...new Set(results.map((r) => (r.build === "local" ? localBuild : `node-llama-cpp's ${r.build} binaries`)))].join(", ")}, ${[...new Set(results.map((r) => r.weights))].join(", ")}\n`);
 console.log(text);
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, model, rounds, tokens, slots, contextSize, results }, null, 2));

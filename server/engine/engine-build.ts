@@ -11,39 +11,91 @@
 // The server prefers this build for the CPU when it exists (`loadEngineBuild`, tried before the prebuilt
 // binaries); GPU backends keep their prebuilt binaries.
 //
-// The build also compiles in changes of ours to node-llama-cpp's addon (resources/engine-patches/, applied
-// to its source for the build and taken out again after): a thread pool kept for each context's life instead
-// of threads started and joined for every decode (docs/performance.md, section 13), a lone generation's
-// tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts `solo`), and the
-// tokens of a step of several sequences sampled in the job that decodes it (section 17; step-loop.ts `dispatch`);
-// and one to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies each weight row by all of their
-// tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86; section 21).
+// The build also compiles in changes of ours to node-llama-cpp's addon: our own C++ (resources/engine-native/,
+// copied into the addon's source as llama/addon/svc/ for the build) with the declarations and call sites it
+// needs added by one small patch (resources/engine-patches/addon-hooks.patch): a thread pool kept for each
+// context's life instead of threads started and joined for every decode (docs/performance.md, section 13), a
+// lone generation's tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts
+// `solo`), and the tokens of a step of several sequences sampled in the job that decodes it (section 17;
+// step-loop.ts `dispatch`); and one patch to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies
+// each weight row by all of their tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86;
+// section 21). Everything is put back as it was after the build.
+//
+// A build's identity is a hash of what went into it (engineBuildId: our C++ sources, the patches,
+// node-llama-cpp's version and llama.cpp release, the CMake options), passed to CMake as SVC_BUILD_ID, so
+// node-llama-cpp names its folder after it: a build of other sources is another folder, never loaded. The
+// finished build is kept outside node_modules, in the engine build store (engineBuildStore: the platform's
+// cache folder), and copied back into node-llama-cpp's localBuilds (where node-llama-cpp loads builds from)
+// whenever a reinstall of the packages has removed it there.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { readdir, readFile, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cp, readdir, readFile, rename, rm } from "node:fs/promises";
+import { homedir } from "node:os";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
 import { packageRoot } from "../version.js";
 
 /**
- * Our patches to node-llama-cpp's source (its addon, and the llama.cpp it ships: sgemm-few-columns), in the
- * order they apply (resources/engine-patches/NAME.patch).
+ * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and one to the llama.cpp it
+ * ships: sgemm-few-columns), in the order they apply (resources/engine-patches/NAME.patch).
  */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["persistent-threadpool", "solo-loop-2", "step-sampling", "sgemm-few-columns"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns"]);
 
-/**
- * The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly, and the
- * patches compiled in. CMake ignores `SVC_ADDON_PATCHES`; node-llama-cpp names a build's folder after its
- * options, so a build with other patches is another build.
- */
-export const ENGINE_BUILD_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
+/** Where our C++ goes in node-llama-cpp's package for a build (its CMake compiles llama/addon/ and one level below). */
+export const NATIVE_SOURCE_FOLDER = "llama/addon/svc";
+
+/** The CMake options of node-llama-cpp's release builds for x64 and arm64 Linux, set explicitly. */
+export const ENGINE_BASE_OPTIONS: Readonly<Record<string, string>> = Object.freeze({
   GGML_NATIVE: "OFF",
   GGML_OPENMP: "OFF",
   GGML_BACKEND_DL: "ON",
   GGML_CPU_ALL_VARIANTS: "ON",
-  SVC_ADDON_PATCHES: ADDON_PATCHES.join(","),
 });
+
+/** The files of resources/engine-native (our C++), sorted. */
+export function nativeSourceFiles(nativeDir: string = engineNativeDirectory()): string[] {
+  return readdirSync(nativeDir)
+    .filter((f) => /\.(cpp|h)$/.test(f))
+    .sort();
+}
+
+/**
+ * A build's identity: a hash of everything that decides what it is: our C++ sources and patches (names and
+ * contents), node-llama-cpp's version and the llama.cpp release it ships (its source comes with the version),
+ * and the CMake options. 16 hex digits.
+ */
+export function engineBuildId(
+  dirs: { patches?: string; native?: string; nodeLlamaCpp?: string } = {},
+): string {
+  const patchesDir = dirs.patches ?? enginePatchesDirectory();
+  const nativeDir = dirs.native ?? engineNativeDirectory();
+  const packageDir = dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory();
+  const hash = createHash("sha256");
+  const part = (name: string, content: string | Buffer) => {
+    hash.update(`${name}\0${Buffer.byteLength(content)}\0`);
+    hash.update(content);
+  };
+  part("node-llama-cpp", (JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { version: string }).version);
+  part("llama.cpp", readFileSync(join(packageDir, "llama", "binariesGithubRelease.json")));
+  part("options", JSON.stringify(ENGINE_BASE_OPTIONS));
+  for (const name of ADDON_PATCHES) part(`patch ${name}`, readFileSync(join(patchesDir, `${name}.patch`)));
+  for (const file of nativeSourceFiles(nativeDir)) part(`native ${file}`, readFileSync(join(nativeDir, file)));
+  return hash.digest("hex").slice(0, 16);
+}
+
+let buildOptions: Readonly<Record<string, string>> | null = null;
+
+/**
+ * The CMake options of `svc engine build`: node-llama-cpp's release options and the build's identity
+ * (CMake ignores SVC_BUILD_ID; node-llama-cpp names a build's folder after its options, so a build of other
+ * sources is another folder).
+ */
+export function engineBuildOptions(): Readonly<Record<string, string>> {
+  buildOptions ??= Object.freeze({ ...ENGINE_BASE_OPTIONS, SVC_BUILD_ID: engineBuildId() });
+  return buildOptions;
+}
 
 /** node-llama-cpp's package folder (its addon source is in llama/addon, its local builds in llama/localBuilds). */
 export function nodeLlamaCppDirectory(): string {
@@ -56,12 +108,30 @@ export function localBuildsDirectory(): string {
   return join(nodeLlamaCppDirectory(), "llama", "localBuilds");
 }
 
+function resourcesFolder(name: string): string {
+  const root = packageRoot();
+  const dir = root === null ? null : join(root, "resources", name);
+  if (dir === null || !existsSync(dir)) throw new Error(`resources/${name} not found beside the server's files`);
+  return dir;
+}
+
 /** resources/engine-patches in the svc-desktop package. */
 export function enginePatchesDirectory(): string {
-  const root = packageRoot();
-  const dir = root === null ? null : join(root, "resources", "engine-patches");
-  if (dir === null || !existsSync(dir)) throw new Error("resources/engine-patches not found beside the server's files");
-  return dir;
+  return resourcesFolder("engine-patches");
+}
+
+/** resources/engine-native (our C++ in node-llama-cpp's addon) in the svc-desktop package. */
+export function engineNativeDirectory(): string {
+  return resourcesFolder("engine-native");
+}
+
+/**
+ * Where finished builds are kept, outside node_modules: SVC_ENGINE_BUILDS_DIR, else the platform's cache
+ * folder ($XDG_CACHE_HOME or ~/.cache)/svc-desktop/engine-builds. (Builds are for Linux.)
+ */
+export function engineBuildStore(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.SVC_ENGINE_BUILDS_DIR) return env.SVC_ENGINE_BUILDS_DIR;
+  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "svc-desktop", "engine-builds");
 }
 
 /**
@@ -97,16 +167,26 @@ export function patchedFiles(patch: string): string[] {
 }
 
 /**
- * Applies ADDON_PATCHES to node-llama-cpp's source in `packageDir` and returns what puts the files back as
- * they were. Throws, naming the patch, when one does not apply (another node-llama-cpp version than the one
- * they were written for: 3.22.1), after putting back what it had changed.
+ * Copies our C++ into node-llama-cpp's addon source in `packageDir` (NATIVE_SOURCE_FOLDER) and applies
+ * ADDON_PATCHES; returns what puts the files back as they were (and removes the copy). Throws, naming the
+ * patch, when one does not apply (another node-llama-cpp version than the one they were written for: 3.22.1),
+ * after putting back what it had changed.
  */
-export function applyAddonPatches(packageDir: string = nodeLlamaCppDirectory(), patchesDir: string = enginePatchesDirectory()): () => void {
+export function applyAddonPatches(
+  packageDir: string = nodeLlamaCppDirectory(),
+  patchesDir: string = enginePatchesDirectory(),
+  nativeDir: string = engineNativeDirectory(),
+): () => void {
   const originals = new Map<string, Buffer>();
+  const nativeTarget = join(packageDir, NATIVE_SOURCE_FOLDER);
   const restore = () => {
     for (const [file, content] of originals) writeFileSync(file, content);
+    rmSync(nativeTarget, { recursive: true, force: true });
   };
   try {
+    rmSync(nativeTarget, { recursive: true, force: true });
+    mkdirSync(nativeTarget, { recursive: true });
+    for (const file of nativeSourceFiles(nativeDir)) cpSync(join(nativeDir, file), join(nativeTarget, file));
     for (const name of ADDON_PATCHES) {
       const patchFile = join(patchesDir, `${name}.patch`);
       for (const file of patchedFiles(readFileSync(patchFile, "utf8"))) {
@@ -159,15 +239,16 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
 }
 
 export interface EngineBuildInfo {
-  /** The build's folder under node-llama-cpp's localBuilds. */
+  /** Where the build is kept: its folder in the engine build store, or (a build being made, or one of an earlier svc) under node-llama-cpp's localBuilds. */
   folder: string;
   /** The llama.cpp release it was built from. */
   release: string | null;
   /** Being built again now (node-llama-cpp holds its lock, refreshed every few seconds). */
   building: boolean;
   /**
-   * Made with this version's patches. False for a build of an earlier svc (the same CMake options, other or
-   * no patches): the server does not load it; `svc engine build` makes the current one, `remove` removes both.
+   * Made from this version's sources (its SVC_BUILD_ID is engineBuildId()). False for a build of an earlier
+   * svc (the same CMake options, other sources): the server does not load it; `svc engine build` makes the
+   * current one, `remove` removes both.
    */
   current: boolean;
 }
@@ -186,39 +267,83 @@ function sameOptions(a: Record<string, unknown>, expected: Readonly<Record<strin
   return Object.keys(a).length === keys.length && keys.every((k) => a[k] === expected[k]);
 }
 
-/** Whether a build's CMake options are ours: "current", "earlier" (ours, other patches) or null (not ours). */
-export function engineBuildKind(options: Record<string, unknown> | undefined): "current" | "earlier" | null {
+/**
+ * Whether a build's CMake options are ours: "current" (this version's identity), "earlier" (ours, from other
+ * sources: another SVC_BUILD_ID, or an earlier svc's SVC_ADDON_PATCHES) or null (not ours).
+ */
+export function engineBuildKind(options: Record<string, unknown> | undefined, current: Readonly<Record<string, string>> = engineBuildOptions()): "current" | "earlier" | null {
   if (!options) return null;
-  if (sameOptions(options, ENGINE_BUILD_OPTIONS)) return "current";
-  const { SVC_ADDON_PATCHES: _ours, ...base } = ENGINE_BUILD_OPTIONS;
-  const { SVC_ADDON_PATCHES: theirs, ...rest } = options;
-  return (theirs === undefined || typeof theirs === "string") && sameOptions(rest, base) ? "earlier" : null;
+  if (sameOptions(options, current)) return "current";
+  const { SVC_BUILD_ID: id, SVC_ADDON_PATCHES: patches, ...rest } = options;
+  if (id !== undefined && patches !== undefined) return null;
+  const marker = id ?? patches;
+  return (marker === undefined || typeof marker === "string") && sameOptions(rest, ENGINE_BASE_OPTIONS) ? "earlier" : null;
 }
 
-/** The builds of `svc engine build` that exist (normally one; another node-llama-cpp version's may linger). */
-export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
-  const root = localBuildsDirectory();
-  let names: string[];
+/** A build folder's metadata, when it is a finished CPU build of ours. */
+async function readBuild(folder: string): Promise<{ release: string | null; kind: "current" | "earlier" } | null> {
   try {
-    names = await readdir(root);
+    const metadata = JSON.parse(await readFile(join(folder, "Release", "_nlcBuildMetadata.json"), "utf8")) as {
+      buildOptions?: { customCmakeOptions?: Record<string, unknown>; gpu?: unknown; llamaCpp?: { release?: string } };
+    };
+    const options = metadata.buildOptions;
+    const kind = engineBuildKind(options?.customCmakeOptions);
+    return options?.gpu === false && kind ? { release: options.llamaCpp?.release ?? null, kind } : null;
+  } catch {
+    return null;
+  }
+}
+
+async function folders(root: string): Promise<string[]> {
+  try {
+    return (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => join(root, d.name));
   } catch {
     return [];
   }
+}
+
+/**
+ * The builds of `svc engine build` that exist: those in the store, and under node-llama-cpp's localBuilds
+ * those not in the store (being built now, or an earlier svc's). A store build's working copy in localBuilds
+ * is not listed apart.
+ */
+export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
   const found: EngineBuildInfo[] = [];
-  for (const name of names) {
-    try {
-      const metadata = JSON.parse(await readFile(join(root, name, "Release", "_nlcBuildMetadata.json"), "utf8")) as {
-        buildOptions?: { customCmakeOptions?: Record<string, unknown>; gpu?: unknown; llamaCpp?: { release?: string } };
-      };
-      const options = metadata.buildOptions;
-      const kind = engineBuildKind(options?.customCmakeOptions);
-      if (options?.gpu === false && kind)
-        found.push({ folder: join(root, name), release: options.llamaCpp?.release ?? null, building: lockHeld(join(root, name)), current: kind === "current" });
-    } catch {
-      // Not a finished build of ours.
-    }
+  const stored = new Set<string>();
+  for (const folder of await folders(engineBuildStore())) {
+    const build = await readBuild(folder);
+    if (!build) continue;
+    stored.add(basename(folder));
+    found.push({ folder, release: build.release, building: false, current: build.kind === "current" });
+  }
+  for (const folder of await folders(localBuildsDirectory())) {
+    const building = lockHeld(folder);
+    // A store build's working copy (unless being made again right now).
+    if (stored.has(basename(folder)) && !building) continue;
+    const build = await readBuild(folder);
+    if (build) found.push({ folder, release: build.release, building, current: build.kind === "current" });
   }
   return found;
+}
+
+/**
+ * Puts the store's current build where node-llama-cpp loads builds from (its localBuilds), when a reinstall
+ * of the packages removed it there. Returns whether a current build is in place.
+ */
+async function placeStoredBuild(): Promise<boolean> {
+  const builds = await findEngineBuilds();
+  const stored = builds.find((b) => b.current && !b.building && b.folder.startsWith(engineBuildStore()));
+  if (!stored) return builds.some((b) => b.current && !b.building);
+  const target = join(localBuildsDirectory(), basename(stored.folder));
+  if (lockHeld(target)) return false;
+  if ((await readBuild(target))?.kind !== "current") {
+    const staging = `${target}.svc-copy`;
+    await rm(staging, { recursive: true, force: true });
+    await cp(stored.folder, staging, { recursive: true });
+    await rm(target, { recursive: true, force: true });
+    await rename(staging, target);
+  }
+  return true;
 }
 
 type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
@@ -230,8 +355,7 @@ type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
 export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama | null> {
   // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
   // build's lock, minutes in which the server would not start.
-  const builds = await findEngineBuilds();
-  if (!builds.some((b) => b.current && !b.building)) return null;
+  if (!(await placeStoredBuild())) return null;
   try {
     return await getLlama({
       ...options,
@@ -239,7 +363,7 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
       build: "never",
       usePrebuiltBinaries: false,
       progressLogs: false,
-      cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
+      cmakeOptions: { ...engineBuildOptions() },
     });
   } catch (err) {
     if (err instanceof NoBinaryFoundError) return null;
@@ -248,9 +372,9 @@ export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama 
 }
 
 /**
- * Unpacks the llama.cpp source if needed, compiles the build (minutes: about 10 on 2 cores) and loads it once
- * to check it. Progress goes to stderr (node-llama-cpp's and CMake's own logs). Throws when a tool is missing
- * or the compilation fails.
+ * Unpacks the llama.cpp source if needed, compiles the build (minutes: about 10 on 2 cores), loads it once
+ * to check it, and keeps it in the engine build store (replacing earlier builds there). Progress goes to
+ * stderr (node-llama-cpp's and CMake's own logs). Throws when a tool is missing or the compilation fails.
  */
 export async function buildEngine(): Promise<{ seconds: number; build: EngineBuildInfo | null }> {
   const started = performance.now();
@@ -262,22 +386,33 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
       build: "forceRebuild",
       progressLogs: "stderr",
       logLevel: LlamaLogLevel.warn,
-      cmakeOptions: { ...ENGINE_BUILD_OPTIONS },
+      cmakeOptions: { ...engineBuildOptions() },
     });
     await llama.dispose();
   } finally {
     restore();
   }
-  const build = (await findEngineBuilds()).find((b) => b.current);
-  return { seconds: (performance.now() - started) / 1000, build: build ?? null };
+  const made = (await findEngineBuilds()).find((b) => b.current && b.folder.startsWith(localBuildsDirectory()));
+  if (!made) return { seconds: (performance.now() - started) / 1000, build: null };
+  const store = engineBuildStore();
+  mkdirSync(store, { recursive: true });
+  // The store keeps one build: earlier ones go.
+  for (const folder of await folders(store)) await rm(folder, { recursive: true, force: true });
+  const kept = join(store, basename(made.folder));
+  await cp(made.folder, kept, { recursive: true });
+  return { seconds: (performance.now() - started) / 1000, build: { ...made, folder: kept } };
 }
 
-/** Deletes the builds of `svc engine build`; the server goes back to the prebuilt binaries on its next start. */
+/**
+ * Deletes the builds of `svc engine build` (in the store, and their copies and earlier builds under
+ * node-llama-cpp's localBuilds); the server goes back to the prebuilt binaries on its next start.
+ */
 export async function removeEngineBuilds(): Promise<EngineBuildInfo[]> {
   const builds = await findEngineBuilds();
-  for (const b of builds) {
-    await rm(b.folder, { recursive: true, force: true });
-    await rm(`${b.folder}.lock`, { recursive: true, force: true });
+  const copies = (await folders(localBuildsDirectory())).filter((f) => builds.some((b) => basename(b.folder) === basename(f)));
+  for (const folder of new Set([...builds.map((b) => b.folder), ...copies])) {
+    await rm(folder, { recursive: true, force: true });
+    await rm(`${folder}.lock`, { recursive: true, force: true });
   }
   return builds;
 }

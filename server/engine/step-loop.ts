@@ -54,7 +54,7 @@ interface Binding {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
   sampleToken(batchLogitIndex: number, sampler: unknown): Promise<number>;
-  /** Only in `svc engine build`'s binaries (resources/engine-patches/solo-loop-2.patch); see `solo` below. */
+  /** Only in `svc engine build`'s binaries (resources/engine-native/solo-loop.cpp); see `solo` below. */
   runSolo?(
     sequenceId: number,
     position: number,
@@ -71,7 +71,7 @@ interface Binding {
   soloAsk?(asked: number, allow: number): void;
   soloStop?(): void;
   /**
-   * Only in `svc engine build`'s binaries (resources/engine-patches/step-sampling.patch): decodeBatch, then
+   * Only in `svc engine build`'s binaries (resources/engine-native/step-sampling.cpp): decodeBatch, then
    * each listed logit sampled with its sampler in the same job; -1 where sampling failed. See `dispatch`.
    */
   decodeBatchAndSample?(logitIndexes: Uint32Array, samplers: unknown[]): Promise<number[]>;
@@ -357,7 +357,7 @@ export class StepLoop {
   }
 
   /**
-   * A lone evaluation's steps on a thread of the binding's own (solo-loop-2.patch): it decodes the feed,
+   * A lone evaluation's steps on a thread of the binding's own (resources/engine-native/solo-loop.cpp): it decodes the feed,
    * samples, and decodes each sampled token at once, without a trip through JavaScript between two tokens,
    * up to SOLO_AHEAD tokens past the one the generation asked for last and never past its budget; the
    * tokens come here a few at a time (SOLO_DELIVER_MS) and are yielded as the generation asks. The run

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ENGINE_BUILD_OPTIONS, findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
+import { ENGINE_BASE_OPTIONS, engineBuildOptions, findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
 import { runSvc } from "../support/svc-process.js";
 
 describe("svc engine", () => {
@@ -38,7 +38,7 @@ describe("svc engine", () => {
     try {
       writeFileSync(
         join(folder, "Release", "_nlcBuildMetadata.json"),
-        JSON.stringify({ buildOptions: { customCmakeOptions: ENGINE_BUILD_OPTIONS, gpu: false, llamaCpp: { release: "v0.0.0" } } }),
+        JSON.stringify({ buildOptions: { customCmakeOptions: engineBuildOptions(), gpu: false, llamaCpp: { release: "v0.0.0" } } }),
       );
       mkdirSync(`${folder}.lock`);
       expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: true, current: true });
@@ -53,13 +53,14 @@ describe("svc engine", () => {
     }
   });
 
-  it("names a build of an earlier svc (without its patches) as not used, and remove removes it", async () => {
+  it("names a build of an earlier svc (from other sources) as not used, and remove removes it", async () => {
     const folder = join(localBuildsDirectory(), "linux-x64-svc-test-earlier");
     const hadBuildsFolder = existsSync(localBuildsDirectory());
     const hadCurrent = (await findEngineBuilds()).some((b) => b.current);
     mkdirSync(join(folder, "Release"), { recursive: true });
     try {
-      const { SVC_ADDON_PATCHES: _patches, ...earlier } = ENGINE_BUILD_OPTIONS;
+      // An earlier svc's build: named after the patches compiled in, not after a hash of its sources.
+      const earlier = { ...ENGINE_BASE_OPTIONS, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns" };
       writeFileSync(
         join(folder, "Release", "_nlcBuildMetadata.json"),
         JSON.stringify({ buildOptions: { customCmakeOptions: earlier, gpu: false, llamaCpp: { release: "v0.0.0" } } }),

@@ -5,8 +5,8 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { findEngineBuilds, llamaCppSourceDirectory, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
+import { basename, join } from "node:path";
+import { engineBuildOptions, engineBuildStore, findEngineBuilds, llamaCppSourceDirectory, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
 import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/step-loop.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
 import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
@@ -94,23 +94,33 @@ describe("svc engine build", () => {
     if (hadSource) expect(sgemmSource()).toBe(sgemm);
 
     const build = await runSvcAsync(["engine", "build"]);
-    expect(build.stderr).toContain(
-      "Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_ADDON_PATCHES=persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns)",
-    );
+    // Named by the hash of what it is made from (test/unit/engine-patches.test.ts).
+    const id = engineBuildOptions().SVC_BUILD_ID!;
+    expect(build.stderr).toContain(`Building llama.cpp for the CPU (GGML_NATIVE=OFF GGML_OPENMP=OFF GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON SVC_BUILD_ID=${id})`);
     expect(build.status, build.stderr.slice(-3000)).toBe(0);
-    expect(build.stdout).toMatch(/^Built in \d+\.\d min: .*node-llama-cpp\/llama\/localBuilds\/linux-x64-\S+\.$/m);
+    // Kept outside node_modules, in the platform's cache folder.
+    const store = engineBuildStore();
+    expect(build.stdout).toMatch(new RegExp(`^Built in \\d+\\.\\d min: ${store.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/linux-x64-\\S+\\.$`, "m"));
     const made = (await findEngineBuilds()).find((b) => b.current);
     expect(made).toBeDefined();
+    expect(made!.folder.startsWith(`${store}/`)).toBe(true);
     expect(runSvc(["engine"]).stdout).toContain(`CPU: llama.cpp built on this machine (${made!.release}): ${made!.folder}`);
 
-    // The patches were compiled in and taken out of node-llama-cpp's source again.
+    // Our code and its hooks were compiled in and taken out of node-llama-cpp's source again.
     expect(addonSource()).toEqual(source);
     expect(source[0]).not.toContain("ensureThreadpool");
     expect(source[0]).not.toContain("RunSolo");
     expect(source[0]).not.toContain("DecodeBatchAndSample");
+    expect(existsSync(join(nodeLlamaCppDirectory(), "llama", "addon", "svc"))).toBe(false);
 
+    // A reinstall of the packages (npm ci) deletes node-llama-cpp's folder and the working copy of the build
+    // in it: the next server puts it back from the store and runs on it.
+    const workingCopy = join(localBuildsDirectory(), basename(made!.folder));
+    expect(existsSync(join(workingCopy, "Release", "_nlcBuildMetadata.json"))).toBe(true);
+    rmSync(workingCopy, { recursive: true, force: true });
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
+    expect(existsSync(join(workingCopy, "Release", "_nlcBuildMetadata.json"))).toBe(true);
     expect(after.log).not.toContain(hint);
     // Same source, same greedy answer.
     expect(after.content).toBe(before.content);
@@ -129,13 +139,13 @@ describe("svc engine build", () => {
     expect(sgemmSource()).toBe(sgemm);
     expect(sgemm).not.toContain("gemv<4>");
 
-    // persistent-threadpool.patch: a decode at 2 threads leaves one ggml worker running for the next ones
+    // threadpool.cpp: a decode at 2 threads leaves one ggml worker running for the next ones
     // (the prebuilt binaries start and join it inside every decode).
     const threadsAfter = decodeThreads();
     expect(threadsAfter.build).toBe("local");
     expect(threadsAfter.afterFirst - threadsAfter.before).toBe(1);
     expect(threadsAfter.afterSecond).toBe(threadsAfter.afterFirst);
-    // solo-loop-2.patch: a lone generation's tokens are all sampled in solo runs on the binding's own thread
+    // solo-loop.cpp: a lone generation's tokens are all sampled in solo runs on the binding's own thread
     // (at most SOLO_MAX_SAMPLES a run; a run also ends early when the generation is slow to ask, so the count
     // of runs is a floor), with evaluate's tokens and sequence state; another evaluation ends a run and both
     // get their answers; repeat penalties stay on the token-by-token path. A run samples up to SOLO_AHEAD
@@ -165,7 +175,7 @@ describe("svc engine build", () => {
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeGreaterThanOrEqual(120);
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeLessThanOrEqual(121 + SOLO_AHEAD);
     expect(solo.penalties).toEqual({ runs: 0, samplings: 20 });
-    // step-sampling.patch: three sequences stepping together have every token sampled in its decode's job
+    // step-sampling.cpp: three sequences stepping together have every token sampled in its decode's job
     // (each stream's 40th token decoded ahead has the one after it sampled too, unused), none in a sampling
     // job of its own, with evaluate's tokens and state; a reader slower than the wait for asks is given the
     // token sampled before it asked, with nothing decoded twice.
@@ -186,6 +196,8 @@ describe("svc engine build", () => {
     expect(removed.status).toBe(0);
     expect(removed.stdout).toContain(`Removed ${made!.folder}.`);
     expect(await findEngineBuilds()).toEqual([]);
+    expect(existsSync(made!.folder)).toBe(false);
+    expect(existsSync(workingCopy)).toBe(false);
     const removedAfter = await serveAndAsk();
     expect(removedAfter.build).toBe("prebuilt");
     expect(removedAfter.log).toContain(hint);

@@ -1,6 +1,6 @@
 // The step loop's paths that need `svc engine build`'s binaries against node-llama-cpp's own evaluate, with
 // the build the server would load, in a process of its own; prints what it found as JSON: solo runs
-// (resources/engine-patches/solo-loop-2.patch) and a step's samplings in its decode's job (step-sampling.patch).
+// (resources/engine-native/solo-loop.cpp) and a step's samplings in its decode's job (step-sampling.cpp).
 // Run by test/engine-build/engine-build.test.ts: node --import tsx test/support/solo-steps.ts
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

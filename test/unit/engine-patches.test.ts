@@ -1,6 +1,8 @@
-// Our patches to node-llama-cpp's addon and the llama.cpp it ships (resources/engine-patches/), compiled in by `svc engine build`: they
-// apply to the node-llama-cpp installed here, and the build puts its source back as it was afterwards. The
-// build itself, and what the patch does at run time, are in test/engine-build/engine-build.test.ts.
+// Our C++ in node-llama-cpp's addon (resources/engine-native/) and the patches that hook it in and change the
+// llama.cpp it ships (resources/engine-patches/), compiled in by `svc engine build`: they apply to the
+// node-llama-cpp installed here (the version package.json pins), the build puts its source back as it was
+// afterwards, and a build is named by a hash of all of it. The build itself, and what the code does at run
+// time, are in test/engine-build/engine-build.test.ts.
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,11 +10,16 @@ import { join, relative } from "node:path";
 import {
   ADDON_PATCHES,
   applyAddonPatches,
-  ENGINE_BUILD_OPTIONS,
+  ENGINE_BASE_OPTIONS,
   engineBuildHint,
+  engineBuildId,
   engineBuildKind,
+  engineBuildOptions,
+  engineBuildStore,
+  engineNativeDirectory,
   enginePatchesDirectory,
   llamaCppSourceDirectory,
+  nativeSourceFiles,
   nodeLlamaCppDirectory,
   patchedFiles,
 } from "../../server/engine/engine-build.js";
@@ -42,32 +49,48 @@ function addonCopy(): { dir: string; files: string[] } {
 }
 
 describe("node-llama-cpp addon patches", () => {
-  it("name the files they change", () => {
-    expect(ADDON_PATCHES).toEqual(["persistent-threadpool", "solo-loop-2", "step-sampling", "sgemm-few-columns"]);
+  it("name the files they change; our code is in files of our own", () => {
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
-    for (const name of ["persistent-threadpool", "solo-loop-2", "step-sampling"])
-      expect(filesOf(name)).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
+    expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
+    expect(nativeSourceFiles()).toEqual(["solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
+    // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
+    const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("+") && !l.startsWith("+++"));
+    expect(added.length).toBeLessThanOrEqual(40);
+    expect(added.filter((l) => /\)\s*\{\s*$/.test(l))).toEqual([]);
   });
 
-  it("apply to the installed node-llama-cpp, and the source is put back byte for byte afterwards", () => {
+  it("apply to the installed node-llama-cpp with our code beside them, and the source is put back byte for byte afterwards", () => {
     const { dir, files } = addonCopy();
     const before = files.map((f) => readFileSync(join(dir, f)));
     const restore = applyAddonPatches(dir);
     const cpp = readFileSync(join(dir, "llama/addon/AddonContext.cpp"), "utf8");
-    expect(cpp).toContain("void AddonContext::ensureThreadpool()");
-    expect(cpp).toContain("llama_attach_threadpool(ctx, threadpool, threadpool);");
-    expect(readFileSync(join(dir, "llama/addon/AddonContext.h"), "utf8")).toContain("ggml_threadpool* threadpool = nullptr;");
+    const header = readFileSync(join(dir, "llama/addon/AddonContext.h"), "utf8");
+    // The hooks: a thread pool for each decode, solo runs stopped and the pool freed when the context goes,
+    // the binding's new methods.
+    expect(cpp).toContain("ctx->ensureThreadpool(); // svc-desktop (svc/threadpool.cpp)");
+    expect(cpp).toContain("stopSoloAndWait(); // svc-desktop (svc/solo-loop.cpp)");
+    expect(cpp).toContain("freeThreadpool(); // svc-desktop (svc/threadpool.cpp)");
+    for (const method of ["decodeBatchAndSample", "runSolo", "soloAsk", "soloStop"]) expect(cpp).toContain(`InstanceMethod("${method}", &AddonContext::`);
+    expect(header).toContain('#include "svc/svc-context.h"');
+    expect(header).toContain("ggml_threadpool* threadpool = nullptr;");
+    // Our code, where node-llama-cpp's CMake compiles it (llama/addon/*/*.cpp), defining what the hooks call.
+    const native = (f: string) => readFileSync(join(dir, "llama/addon/svc", f), "utf8");
+    expect(readdirSync(join(dir, "llama/addon/svc")).sort()).toEqual(nativeSourceFiles());
+    expect(native("threadpool.cpp")).toContain("void AddonContext::ensureThreadpool()");
+    expect(native("threadpool.cpp")).toContain("llama_attach_threadpool(ctx, threadpool, threadpool);");
     // Its workers sleep between decodes unless SVC_GGML_POLL says otherwise.
-    expect(cpp).toContain("params.poll = 0;");
-    // solo-loop-2.patch, applied after it: the binding's runSolo, soloAsk and soloStop.
-    expect(cpp).toContain('InstanceMethod("runSolo", &AddonContext::RunSolo),');
-    expect(cpp).toContain("void AddonContext::stopSoloAndWait()");
+    expect(native("threadpool.cpp")).toContain("params.poll = 0;");
+    expect(native("threadpool.cpp")).toContain("void AddonContext::freeThreadpool()");
+    expect(native("solo-loop.cpp")).toContain("Napi::Value AddonContext::RunSolo(const Napi::CallbackInfo& info)");
+    expect(native("solo-loop.cpp")).toContain("void AddonContext::stopSoloAndWait()");
     // ...whose runs post their tokens to JavaScript several at a time.
-    expect(cpp).toContain("std::chrono::milliseconds(deliverMs)");
-    // step-sampling.patch, applied last: a step's decode and its samplings in one job.
-    expect(cpp).toContain('InstanceMethod("decodeBatchAndSample", &AddonContext::DecodeBatchAndSample),');
-    expect(cpp).toContain("class AddonContextDecodeAndSampleWorker");
+    expect(native("solo-loop.cpp")).toContain("std::chrono::milliseconds(deliverMs)");
+    expect(native("step-sampling.cpp")).toContain("class AddonContextDecodeAndSampleWorker");
+    expect(native("step-sampling.cpp")).toContain("Napi::Value AddonContext::DecodeBatchAndSample(const Napi::CallbackInfo& info)");
     // sgemm-few-columns.patch: llama.cpp's matrix code for F32/F16/BF16 weights (tinyBLAS) and for Q8_0,
     // Q4_0, Q5_0 and IQ4_NL (tinyBLAS_Q0_AVX) takes 2 to 6 columns (a step of a few sequences) one weight
     // row at a time, on x86.
@@ -76,41 +99,76 @@ describe("node-llama-cpp addon patches", () => {
     expect(sgemm).toContain("case 4: gemv<4>(m); return;");
     expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
-    expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
+    expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
+    expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
   });
 
   it("a patch that does not apply fails the build with its name, and leaves the source as it was", () => {
     const { dir, files } = addonCopy();
     const patches = mkdtempSync(join(tmpdir(), "svc-patches-"));
     dirs.push(patches);
-    const good = readFileSync(join(enginePatchesDirectory(), "persistent-threadpool.patch"), "utf8");
-    // The first file's hunks apply, the second's context is another version's.
-    writeFileSync(join(patches, "persistent-threadpool.patch"), good.replace("        llama_context* ctx = nullptr;", "        llama_context* context = nullptr;"));
+    for (const name of ADDON_PATCHES) cpSync(join(enginePatchesDirectory(), `${name}.patch`), join(patches, `${name}.patch`));
+    const good = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8");
+    // The first file's hunks apply, the second's context is another version's (as after a node-llama-cpp update).
+    writeFileSync(join(patches, "addon-hooks.patch"), good.replace("         llama_context* ctx = nullptr;", "         llama_context* context = nullptr;"));
     const before = files.map((f) => readFileSync(join(dir, f)));
-    expect(() => applyAddonPatches(dir, patches)).toThrow(/the patch persistent-threadpool\.patch does not apply to node-llama-cpp/);
+    expect(() => applyAddonPatches(dir, patches)).toThrow(/the patch addon-hooks\.patch does not apply to node-llama-cpp/);
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
+    // Our code is taken out again too.
+    expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
   });
 
-  it("builds are told apart by the patches compiled in", () => {
-    expect(ENGINE_BUILD_OPTIONS.SVC_ADDON_PATCHES).toBe("persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns");
-    expect(engineBuildKind({ ...ENGINE_BUILD_OPTIONS })).toBe("current");
-    const { SVC_ADDON_PATCHES: _p, ...earlier } = ENGINE_BUILD_OPTIONS;
-    expect(engineBuildKind(earlier)).toBe("earlier");
-    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "something-else" })).toBe("earlier");
-    // A build with the first patch only (an earlier svc's) is an earlier build too.
-    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool" })).toBe("earlier");
-    // So is the previous svc's, whose solo runs post each token alone (and take another binding API).
-    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop" })).toBe("earlier");
-    // And the one before this, without the samplings in the decode's job.
-    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2" })).toBe("earlier");
-    // And the last one, with llama.cpp's matrix code as it ships.
-    expect(engineBuildKind({ ...earlier, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2,step-sampling" })).toBe("earlier");
-    expect(engineBuildKind({ ...earlier, GGML_NATIVE: "ON" })).toBeNull();
+  it("a build is named by a hash of what it is made from: our code, the patches, node-llama-cpp's version and the options", () => {
+    const id = engineBuildId();
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+    expect(engineBuildOptions()).toEqual({ ...ENGINE_BASE_OPTIONS, SVC_BUILD_ID: id });
+    // Copies of the three inputs, each changed in turn: each change is another build.
+    const copy = (from: string) => {
+      const to = mkdtempSync(join(tmpdir(), "svc-id-"));
+      dirs.push(to);
+      cpSync(from, to, { recursive: true });
+      return to;
+    };
+    const native = copy(engineNativeDirectory());
+    const patches = copy(enginePatchesDirectory());
+    const nodeLlamaCpp = mkdtempSync(join(tmpdir(), "svc-nlc-"));
+    dirs.push(nodeLlamaCpp);
+    mkdirSync(join(nodeLlamaCpp, "llama"));
+    cpSync(join(nodeLlamaCppDirectory(), "package.json"), join(nodeLlamaCpp, "package.json"));
+    cpSync(join(nodeLlamaCppDirectory(), "llama", "binariesGithubRelease.json"), join(nodeLlamaCpp, "llama", "binariesGithubRelease.json"));
+    const of = () => engineBuildId({ native, patches, nodeLlamaCpp });
+    expect(of()).toBe(id);
+    writeFileSync(join(native, "solo-loop.cpp"), readFileSync(join(native, "solo-loop.cpp"), "utf8") + "\n// changed\n");
+    const afterNative = of();
+    expect(afterNative).not.toBe(id);
+    writeFileSync(join(patches, "sgemm-few-columns.patch"), readFileSync(join(patches, "sgemm-few-columns.patch"), "utf8").replace("gemv<4>", "gemv<5>"));
+    const afterPatch = of();
+    expect(afterPatch).not.toBe(afterNative);
+    const pkg = JSON.parse(readFileSync(join(nodeLlamaCpp, "package.json"), "utf8")) as { version: string };
+    writeFileSync(join(nodeLlamaCpp, "package.json"), JSON.stringify({ ...pkg, version: "3.22.2" }));
+    expect(of()).not.toBe(afterPatch);
+  });
+
+  it("builds are told apart by their identity: another svc's is not loaded", () => {
+    const current = engineBuildOptions();
+    expect(engineBuildKind({ ...current })).toBe("current");
+    expect(engineBuildKind({ ...ENGINE_BASE_OPTIONS, SVC_BUILD_ID: "0123456789abcdef" })).toBe("earlier");
+    expect(engineBuildKind({ ...ENGINE_BASE_OPTIONS })).toBe("earlier");
+    // Earlier svc versions named their builds after the patches compiled in.
+    expect(engineBuildKind({ ...ENGINE_BASE_OPTIONS, SVC_ADDON_PATCHES: "persistent-threadpool,solo-loop-2,step-sampling,sgemm-few-columns" })).toBe("earlier");
+    expect(engineBuildKind({ ...ENGINE_BASE_OPTIONS, GGML_NATIVE: "ON", SVC_BUILD_ID: current.SVC_BUILD_ID! })).toBeNull();
     expect(engineBuildKind({})).toBeNull();
     expect(engineBuildKind(undefined)).toBeNull();
+  });
+
+  it("keeps builds outside node_modules: SVC_ENGINE_BUILDS_DIR, else the platform's cache folder", () => {
+    expect(engineBuildStore({ SVC_ENGINE_BUILDS_DIR: "/tmp/x" })).toBe("/tmp/x");
+    expect(engineBuildStore({ XDG_CACHE_HOME: "/c" })).toBe("/c/svc-desktop/engine-builds");
+    expect(engineBuildStore({})).toMatch(/\/\.cache\/svc-desktop\/engine-builds$/);
+    expect(engineBuildStore({})).not.toContain("node_modules");
   });
 
   it("the server suggests a build only on Linux, on the CPU, with the prebuilt binaries", () => {

@@ -3,7 +3,7 @@
 import {
   buildEngine,
   engineBuildSupported,
-  ENGINE_BUILD_OPTIONS,
+  engineBuildOptions,
   findEngineBuilds,
   missingBuildTools,
   removeEngineBuilds,
@@ -45,7 +45,7 @@ async function build(): Promise<number> {
     );
     return 1;
   }
-  const options = Object.entries(ENGINE_BUILD_OPTIONS)
+  const options = Object.entries(engineBuildOptions())
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
   console.error(`Building llama.cpp for the CPU (${options}); this takes minutes. Progress follows.`);
