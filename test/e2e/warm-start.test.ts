@@ -1,7 +1,7 @@
 // Issue 43: warm start (opt-in). A long system prompt is saved the first time; after a restart its first request
 // is served from the saved state (reported as cached, much sooner); with warm start off nothing is written; a
 // different model file never loads another's state.
-import { readdirSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
@@ -59,6 +59,16 @@ async function ask(server: SvcServer, key: string, system: string, user: string)
   return { ttftMs, cached: usage.prompt_tokens_details.cached_tokens, prompt: usage.prompt_tokens };
 }
 
+/**
+ * The generated model, copied into the data dir: a saved state belongs to one model file (its size, time and
+ * bytes), and other test files write the shared one again while this one runs (the README's `npm run test-model`).
+ */
+function ownModel(dataDir: string): string {
+  const path = join(dataDir, "model.gguf");
+  copyFileSync(inject("tinyModelPath"), path);
+  return path;
+}
+
 function savedStates(dataDir: string): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -75,7 +85,7 @@ describe("warm start", () => {
   it("restores a long system prompt after a restart: reported as cached, its first token much sooner", { timeout: 240_000 }, async () => {
     const dataDir = tempDataDir();
     const key = createKey(dataDir);
-    const model = inject("tinyModelPath");
+    const model = ownModel(dataDir);
     let server = await start(dataDir, model, "on");
     // Cold: the prefix is read (and saved); nothing was cached.
     const cold = await ask(server, key, SYSTEM, "Hello");
@@ -126,7 +136,7 @@ describe("warm start", () => {
   it("never loads one model's state into another model", { timeout: 240_000 }, async () => {
     const dataDir = tempDataDir();
     const key = createKey(dataDir);
-    const first = await start(dataDir, inject("tinyModelPath"), "on");
+    const first = await start(dataDir, ownModel(dataDir), "on");
     await ask(first, key, SYSTEM, "Hello");
     await first.stop();
     expect(savedStates(dataDir)).toHaveLength(1);
