@@ -60,15 +60,12 @@ export interface GenerationSetup {
   grammars: CompiledGrammars;
   signal: AbortSignal;
   /**
-   * Starts an evaluation on the sequence; the engine wraps `sequence.evaluateWithMetadata` to pace the tokens
-   * of sequences that generate together (see decode-round.ts). Default: `sequence.evaluateWithMetadata`.
+   * Starts an evaluation on the sequence: the engine's one decision of how a token is produced (the step loop,
+   * or node-llama-cpp's evaluate paced by the decode round; llama-engine.ts). `more` says, when a token has
+   * just been sampled, how many more tokens the generation can take after it (its budgets; 0: none): the step
+   * loop decodes tokens ahead only within it.
    */
-  /**
-   * Evaluates instead of `sequence.evaluateWithMetadata`. `more` says, when a token has just been sampled,
-   * how many more tokens the generation can take after it (its budgets; 0: none): the step loop decodes
-   * tokens ahead only within it.
-   */
-  evaluate?: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number) => AsyncIterable<SampledToken>;
+  evaluate: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number) => AsyncIterable<SampledToken>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -306,11 +303,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
     const metadata = metadataFor_(phase);
-    const iterator = setup.evaluate
-      ? setup.evaluate(feed, metadata, optionsFor(phase), () =>
-          Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
-        )
-      : (sequence.evaluateWithMetadata(feed, metadata, optionsFor(phase)) as AsyncIterable<SampledToken>);
+    const iterator = setup.evaluate(feed, metadata, optionsFor(phase), () =>
+      Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
+    );
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;
     let ended = true;
