@@ -6,7 +6,7 @@ import { AppError } from "./core/errors.js";
 import { AccountsService, type AccountInfo } from "./features/accounts/accounts-service.js";
 import { KeysService, type KeyInfo } from "./features/keys/keys-service.js";
 import { Store } from "./store/store.js";
-import { packageVersion } from "./version.js";
+import { packageVersion } from "./core/version.js";
 
 const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR] [--model PATH.gguf] [--threads N]
             [--sequences N] [--context-size N] [--gpu auto|cuda|vulkan|metal|cpu] [--mmap auto|on|off]

@@ -24,7 +24,7 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
-import { packageRoot } from "../version.js";
+import { packageRoot } from "../core/version.js";
 
 /**
  * Our patches to node-llama-cpp's source (its addon, and the llama.cpp it ships: sgemm-few-columns), in the

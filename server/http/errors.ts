@@ -3,8 +3,8 @@
 // format from the path.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../core/errors.js";
-import { encodeAnthropicError } from "../surfaces/anthropic-errors.js";
-import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+import { encodeAnthropicError } from "./anthropic-errors.js";
+import { encodeOpenAIError } from "./openai-errors.js";
 import { fastifyErrorToAppError } from "./fastify-errors.js";
 
 export type ErrorFormat = "openai" | "anthropic";

@@ -9,8 +9,9 @@ import { AuditService, type AuditServiceOptions } from "../../server/features/au
 import { FilesService } from "../../server/features/files/files-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
 import { sharedIngest } from "../../server/ingest/ingest.js";
-import { buildApp } from "../../server/http/app.js";
-import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
+import { buildApp } from "../../server/app.js";
+import type { RequestObserver } from "../../server/core/request-context.js";
+import type { ServerDeps } from "../../server/features/server-deps.js";
 import { InferencePipeline, schedulerForHost } from "../../server/pipeline/pipeline.js";
 import { Store } from "../../server/store/store.js";
 import { tempDataDir } from "./svc-process.js";

@@ -12,7 +12,7 @@ import { newId } from "../../core/ids.js";
 import type { InferenceResult } from "../../core/inference.js";
 import type { InferencePipeline } from "../../pipeline/pipeline.js";
 import type { BatchRepository, ClaimedRequest, EndedState } from "../../store/batches-repository.js";
-import { encodeAnthropicError } from "../../surfaces/anthropic-errors.js";
+import { encodeAnthropicError } from "../../http/anthropic-errors.js";
 import { decodeMessagesRequest } from "../../surfaces/messages/decode.js";
 import { encodeMessagesResponse } from "../../surfaces/messages/encode.js";
 

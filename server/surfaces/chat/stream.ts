@@ -2,7 +2,7 @@
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, Mode } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
-import { encodeOpenAIError } from "../openai-errors.js";
+import { encodeOpenAIError } from "../../http/openai-errors.js";
 import { encodeChatUsage, encodeExtensions, encodeLogprobs, finishReasonOf, type ChatEnvelope } from "./encode.js";
 
 const frame = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;

@@ -9,7 +9,7 @@
 // Every frame has an `event:` line: the Anthropic SDK drops frames without one.
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent } from "../../core/inference.js";
-import { encodeAnthropicError } from "../anthropic-errors.js";
+import { encodeAnthropicError } from "../../http/anthropic-errors.js";
 import {
   encodeMessagesFinalUsage,
   encodeMessagesUsage,

@@ -7,7 +7,7 @@
 // sequence_number and an `event:` line; only types in the SDK's union are sent, and no [DONE].
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, InferenceResult, Mode, TokenLogprob } from "../../core/inference.js";
-import { encodeOpenAIError } from "../openai-errors.js";
+import { encodeOpenAIError } from "../../http/openai-errors.js";
 import { compactionItem } from "./compaction.js";
 import {
   compactionSummaryOf,
