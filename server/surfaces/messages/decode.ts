@@ -12,7 +12,7 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from "../../core/inference.js";
-import { reasoningForMessages } from "../../pipeline/reasoning-policy.js";
+import { reasoningForMessages } from "./reasoning.js";
 import { checkListLength, MAX_CONTENT_PARTS } from "../list-limits.js";
 import type { CountTokensRequestBody, MessagesRequestBody } from "./schema.js";
 
