@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import { FakeEngine } from "../support/fake-engine.js";
-import { buildTestApp, type TestApp } from "../support/test-app.js";
+import { buildTestApp, postJson, type TestApp } from "../support/test-app.js";
 
 let t: TestApp | null = null;
 afterEach(async () => {
@@ -18,10 +18,7 @@ async function refusing(code: string, param: string): Promise<TestApp> {
   return t;
 }
 
-function post(test: TestApp, url: string, body: object) {
-  const headers = url === "/v1/messages" ? { "x-api-key": test.key } : { authorization: `Bearer ${test.key}` };
-  return test.app.inject({ method: "POST", url, headers, payload: body });
-}
+const post = (test: TestApp, url: string, body: object) => postJson(test, url, body);
 
 const chat = { url: "/v1/chat/completions", body: { messages: [{ role: "user", content: "Hi" }] } };
 const responses = { url: "/v1/responses", body: { input: "Hi" } };

@@ -8,7 +8,6 @@ import { invalidRequest } from "../../core/errors.js";
 import type {
   CanonicalMessage,
   ContentPart,
-  FileSource,
   InferenceRequest,
   OutputFormat,
   ToolCall,
@@ -18,6 +17,7 @@ import type {
 import { DEFAULT_SAMPLING } from "../../pipeline/pipeline.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
+import { isObj, joinContentText, mapContentParts, partText, sourceOfUrl, textPart, type Obj } from "../content-parts.js";
 import { checkListLength, MAX_CONTENT_PARTS, MAX_TOOLS } from "../list-limits.js";
 import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import { COMPACTION_INSTRUCTION, decodeCompactionContent, summaryMessage } from "./compaction.js";
@@ -70,10 +70,7 @@ export interface DecodedResponsesRequest {
 /** Separates a namespace from a function name in what the model sees; OpenAI names cannot contain it. */
 export const NAMESPACE_SEPARATOR = ".";
 
-type Obj = Record<string, unknown>;
 type AssistantMessage = Extract<CanonicalMessage, { role: "assistant" }>;
-
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -324,45 +321,26 @@ function reasoningTextOf(item: Obj, where: string): string {
 }
 
 function decodeAssistantContent(content: unknown, where: string): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
-  checkListLength(content, MAX_CONTENT_PARTS, where);
-  return content
-    .map((part: unknown, j) => {
-      const at = `${where}[${j}]`;
-      if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
-      if (part.type === "output_text" || part.type === "input_text") {
-        if (typeof part.text !== "string") throw invalidRequest(`An ${part.type} part needs a string 'text'.`, `${at}.text`);
-        return part.text;
-      }
-      if (part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
-      throw invalidRequest(`Assistant content parts of type '${String(part.type)}' are not accepted; use output_text.`, `${at}.type`);
-    })
-    .join("");
+  return joinContentText(content, where, (part, at) => {
+    if (part.type === "output_text" || part.type === "input_text") return partText(part, at);
+    if (part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
+    throw invalidRequest(`Assistant content parts of type '${String(part.type)}' are not accepted; use output_text.`, `${at}.type`);
+  });
 }
 
 function decodeToolOutput(output: unknown, where: string): ContentPart[] {
-  if (typeof output === "string") return [{ type: "text", text: output }];
+  if (typeof output === "string") return [textPart(output)];
   if (Array.isArray(output)) return decodeInputContent(output, where);
   throw invalidRequest("A tool output must be a string or an array of input_text, input_image or input_file parts.", where);
 }
 
 function decodeInputContent(content: unknown, where: string): ContentPart[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
-  checkListLength(content, MAX_CONTENT_PARTS, where);
-  return content.map((part: unknown, j): ContentPart => {
-    const at = `${where}[${j}]`;
-    if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
+  return mapContentParts(content, where, textPart, (part, at): ContentPart => {
     switch (part.type) {
       case "input_text":
-        if (typeof part.text !== "string") throw invalidRequest("An input_text part needs a string 'text'.", `${at}.text`);
-        return { type: "text", text: part.text };
+        return textPart(partText(part, at));
       case "input_image": {
-        if (typeof part.image_url === "string") {
-          const source: FileSource = sourceOfDataUrl(part.image_url) ?? { kind: "url", url: part.image_url };
-          return { type: "image", source, param: at };
-        }
+        if (typeof part.image_url === "string") return { type: "image", source: sourceOfUrl(part.image_url), param: at };
         if (typeof part.file_id === "string") return { type: "image", source: { kind: "file_id", fileId: part.file_id }, param: at };
         throw invalidRequest("An input_image part needs image_url or file_id.", `${at}.image_url`);
       }
