@@ -1,3 +1,8 @@
+// Why one file (over 400 lines): the LlamaEngine class (load, count, generate, grammars) is one job, the
+// engine on node-llama-cpp. Loading the runtime (loadRuntime .. currentGpu) and planning a model's fit
+// (planForModel) are separable and could move beside it; they stay while the engine-process work is
+// changing this file, so that change and a move do not collide.
+//
 // The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
 // most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
 import { readFileSync } from "node:fs";

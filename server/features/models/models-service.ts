@@ -1,3 +1,9 @@
+// Not yet one job (over 900 lines): this file holds the model catalogue, the speech-model variants of its
+// methods, downloads, the GPU preference, a hardware report and cross-process switching. Issue 42, item 1
+// splits it by job (a catalogue, downloads, one controller that owns which model is active, for the
+// setting and the engine together); until then it stays one file because its parts share private state
+// (the setting last seen and the one serving, the switch under way, the follow timer, the engine options)
+// that a split has to give owners first.
 // The local model as something a user gets, sees and changes: the files in <data-dir>/models, which one is
 // active (a setting in the database), downloads with progress and resume, and switching the running
 // server. The CLI (`svc models ...`) and the desktop app's main process both drive this service; it is not
