@@ -1,5 +1,9 @@
-// The layer rules of ARCHITECTURE.md, checked on every test run (`npm run lint:layers`): a layer crossed
-// fails CI the way a type error does. Tests and benchmarks may reach across layers; product code may not.
+// The layer rules (docs/architecture.md, "Layers"), checked on every test run (`npm run lint:layers`): a layer
+// crossed fails CI the way a type error does. Tests and benchmarks may reach across layers; product code may not.
+// The server's imports point one way:
+//   composition root (server/*.ts) → features → surfaces → http → pipeline → engine | store | ingest → core
+// A layer may import any layer to its right, never one to its left; nothing imports the composition root
+// but the processes that start the server (main/, tests, benchmarks); and no module imports itself round a circle.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -30,6 +34,48 @@ module.exports = {
       severity: "error",
       from: { path: "^server/core/" },
       to: { path: "^(server|main|renderer)/", pathNot: "^server/core/" },
+    },
+    {
+      name: "no-circular",
+      comment: "No module reaches itself through its imports (types included): a circle has no layer order.",
+      severity: "error",
+      from: { path: "^(server|main|renderer)/" },
+      to: { circular: true },
+    },
+    {
+      name: "nothing-imports-the-composition-root",
+      comment: "server/*.ts (index, app, cli, config) wire the layers together; no layer imports them (main/ starts the server).",
+      severity: "error",
+      from: { path: "^server/[^/]+/" },
+      to: { path: "^server/[^/]+\\.ts$" },
+    },
+    {
+      name: "features-above-surfaces",
+      comment: "server/features may import surfaces, http, pipeline, engine, store, ingest and core; nothing imports a feature but the composition root and other features.",
+      severity: "error",
+      from: { path: "^server/(surfaces|http|pipeline|engine|store|ingest|core)/" },
+      to: { path: "^server/features/" },
+    },
+    {
+      name: "surfaces-above-http",
+      comment: "server/surfaces (the wire codecs) may import http and below; http, the pipeline and below never import a surface.",
+      severity: "error",
+      from: { path: "^server/(http|pipeline|engine|store|ingest|core)/" },
+      to: { path: "^server/surfaces/" },
+    },
+    {
+      name: "http-above-pipeline",
+      comment: "server/http (transport, auth, error bodies, streaming) may import the pipeline and below; the pipeline and below never import http.",
+      severity: "error",
+      from: { path: "^server/(pipeline|engine|store|ingest|core)/" },
+      to: { path: "^server/http/" },
+    },
+    {
+      name: "pipeline-above-engine-store-ingest",
+      comment: "server/pipeline may import the engine, the store, ingest and core; those never import the pipeline.",
+      severity: "error",
+      from: { path: "^server/(engine|store|ingest|core)/" },
+      to: { path: "^server/pipeline/" },
     },
     {
       name: "surfaces-never-import-each-other",

@@ -10,7 +10,7 @@ import { EngineHost } from "../server/engine/engine-host.js";
 import { AccountsService } from "../server/features/accounts/accounts-service.js";
 import { AuditService } from "../server/features/audit/audit-service.js";
 import { KeysService } from "../server/features/keys/keys-service.js";
-import { buildApp } from "../server/http/app.js";
+import { buildApp } from "../server/app.js";
 import { InferencePipeline, schedulerForHost } from "../server/pipeline/pipeline.js";
 import { FilesService } from "../server/features/files/files-service.js";
 import { sharedIngest } from "../server/ingest/ingest.js";

@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { EngineHost } from "../server/engine/engine-host.js";
 import { FilesService } from "../server/features/files/files-service.js";
 import { KeysService } from "../server/features/keys/keys-service.js";
-import { buildApp } from "../server/http/app.js";
+import { buildApp } from "../server/app.js";
 import { Ingest } from "../server/ingest/ingest.js";
 import { IngestPool } from "../server/ingest/ingest-pool.js";
 import { ffmpegPath } from "../server/ingest/media.js";

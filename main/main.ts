@@ -13,7 +13,7 @@ import { CONSOLE_CHANNEL, type ConsoleResult } from "../server/features/console/
 import { LogBuffer } from "../server/features/console/log-buffer.js";
 import { consoleLog, startServer, type RunningServer } from "../server/index.js";
 import { Store } from "../server/store/store.js";
-import { packageVersion } from "../server/version.js";
+import { packageVersion } from "../server/core/version.js";
 import { APP_INDEX_URL, APP_SCHEME, contentTypeFor, isAppPageUrl, navigationVerdict, RENDERER_CSP, resolveRendererFile } from "./app-protocol.js";
 import { chooseNativeBinding } from "./dev-native.js";
 import { utilityEngineSpawner } from "./engine-process.js";

@@ -18,14 +18,15 @@ import { IngestPool } from "./ingest/ingest-pool.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
-import { buildApp } from "./http/app.js";
+import { buildApp } from "./app.js";
 import { lanWarning, MachineNames } from "./http/lan.js";
 import { InferencePipeline, schedulerForHost } from "./pipeline/pipeline.js";
 import type { Scheduler } from "./pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "./store/accounts-repository.js";
 import { DataDirLock, DataDirLockedError } from "./store/data-dir-lock.js";
 import { Store } from "./store/store.js";
-import { packageVersion } from "./version.js";
+import type { Log } from "./core/log.js";
+import { packageVersion } from "./core/version.js";
 
 export interface RunningServer {
   url: string;
@@ -46,7 +47,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export type Log = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+export type { Log };
 
 export class StartupError extends Error {
   override name = "StartupError";

@@ -71,3 +71,8 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   return new AppError("internal", "The server had an error while processing the request.", { code: "internal_error", cause: err });
 }
+
+/** A list longer than its bound (docs/api.md, "Limits on lists"): a 400 naming the list and the limit. */
+export function tooManyItems(param: string, limit: number): AppError {
+  return new AppError("invalid_request", `'${param}' has more than ${limit} items, the limit.`, { param, code: "too_many_items" });
+}

@@ -185,7 +185,7 @@ export function contextTooLong(facts: ContextFacts, promptTokens: number, readUp
   const advice = remedy
     ? `Nothing is truncated: shorten the conversation${remedy.reason === "training" ? "" : ", or give the server a longer context"}. ${describeRemedy(remedy, facts)}`
     : "Nothing is truncated: shorten the conversation.";
-  // svc_context goes out on the error body (openai-errors.ts, anthropic-errors.ts): the facts a client such
+  // svc_context goes out on the error body (the error bodies in server/http): the facts a client such
   // as the desktop window turns into its own words and buttons.
   const svcContext: ContextErrorFacts = { context_size: facts.contextSize, prompt_tokens: promptTokens, train_context_size: facts.trainContextSize, remedy };
   return new AppError("invalid_request", `This model's context is ${facts.contextSize} tokens per sequence, but the prompt ${prompt}. ${advice}`, {

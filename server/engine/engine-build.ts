@@ -35,7 +35,7 @@ import { homedir } from "node:os";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOptions } from "node-llama-cpp";
-import { packageRoot } from "../version.js";
+import { packageRoot } from "../core/version.js";
 
 /**
  * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and one to the llama.cpp it

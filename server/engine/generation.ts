@@ -1,3 +1,8 @@
+// Why one file (over 400 lines): runGeneration is one state machine in one async generator; its phases
+// (reasoning, answer, tool name, tool arguments) share the generator's local state (budgets, matchers, bans,
+// the UTF-8 guard, pending log-probabilities) token by token, so a split would turn that state into an
+// object passed between files without separating any job.
+//
 // One generation on one sequence, as a state machine over sampled tokens:
 //
 //   reasoning ──(close marker, budget spent, or end of turn)──► answer ──(end of turn / stop / max)──► done

@@ -1,4 +1,4 @@
-// JSON Schema -> llama.cpp GBNF, for response_format json_schema / json_object and tool parameters.
+// JSON Schema -> llama.cpp GBNF, for a request's output schema and its tools' parameters.
 //
 // The rule: whatever the model writes under the grammar parses with JSON.parse and satisfies the schema
 // (checked by validateJsonAgainstSchema below). Where a keyword cannot be honoured, the conversion

@@ -1,3 +1,8 @@
+// Why one file (over 400 lines): the LlamaEngine class (load, count, generate, grammars) is one job, the
+// engine on node-llama-cpp. Loading the runtime (loadRuntime .. currentGpu) and planning a model's fit
+// (planForModel) are separable and could move beside it; they stay while the engine-process work is
+// changing this file, so that change and a move do not collide.
+//
 // The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
 // most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
 import { readFileSync } from "node:fs";
@@ -650,9 +655,11 @@ export class LlamaEngine implements Engine {
   private async compileGrammars(request: EngineRequest): Promise<CompiledGrammars> {
     const output = request.output;
     let answer: LlamaGrammar | null = null;
-    if (output.type === "json_object") answer = await this.grammar(jsonObjectGbnf());
-    else if (output.type === "json_schema")
-      answer = await this.grammar(this.schemaGrammar(output.schema, output.param ?? "response_format", output.strict === true));
+    if (output.type === "json_object") answer = await this.grammar(jsonObjectGbnf(), "output_schema");
+    else if (output.type === "json_schema") {
+      const param = output.param ?? "output_schema";
+      answer = await this.grammar(this.schemaGrammar(output.schema, param, output.strict === true), param);
+    }
 
     const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && this.syntax.toolCall !== null;
     if (request.toolChoice.type === "tool") {
@@ -661,10 +668,12 @@ export class LlamaEngine implements Engine {
         throw invalidRequest(`tool_choice names the tool '${name}', which is not among the tools.`, "tool_choice");
     }
     if (!callable) return { answer, toolNames: null, toolArguments: new Map() };
-    const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`);
+    const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`, "tools");
     const toolArguments = new Map<string, LlamaGrammar>();
-    for (const [i, tool] of request.tools.entries())
-      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, tool.param ?? `tools[${i}].parameters`, tool.strict === true)));
+    for (const [i, tool] of request.tools.entries()) {
+      const param = tool.param ?? `tools[${i}].schema`;
+      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, param, tool.strict === true), param));
+    }
     return { answer, toolNames, toolArguments };
   }
 
@@ -677,12 +686,13 @@ export class LlamaEngine implements Engine {
     }
   }
 
-  private grammar(text: string): Promise<LlamaGrammar> {
+  /** `param`: the request field the grammar came from, named in the error when it does not compile. */
+  private grammar(text: string, param: string): Promise<LlamaGrammar> {
     let found = this.grammarCache.get(text);
     if (!found) {
       found = this.llama.createGrammar({ grammar: text }).catch((err: unknown) => {
         this.grammarCache.delete(text);
-        throw invalidRequest(`The schema could not be compiled into a grammar: ${(err as Error).message}`, "response_format", "invalid_schema");
+        throw invalidRequest(`The schema could not be compiled into a grammar: ${(err as Error).message}`, param, "invalid_schema");
       });
       if (this.grammarCache.size >= GRAMMAR_CACHE_LIMIT) {
         const oldest = this.grammarCache.keys().next().value;

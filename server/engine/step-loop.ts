@@ -1,3 +1,8 @@
+// Why one file (over 400 lines): StepLoop is one scheduler of one context's batches: qualifying a sequence,
+// dispatching a step, decoding ahead, taking a token back and the native solo run all read and change the
+// same state (the queued steps, the tokens decoded ahead, the dispatch under way, the solo run's interrupt);
+// the comment below is its design, and issue 37's slot loop is to replace it as one piece.
+//
 // Generation steps of plain text, decoded and sampled by us on node-llama-cpp's binding.
 //
 // node-llama-cpp's `sequence.evaluate` spends 350 to 400 µs of JavaScript per token between the decode and

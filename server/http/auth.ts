@@ -3,7 +3,7 @@
 // body says, and a bad zone a 400 before the body is looked at.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { invalidRequest } from "../core/errors.js";
-import type { ServerDeps } from "./context.js";
+import type { HttpDeps } from "./context.js";
 
 export function bearerKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -48,7 +48,7 @@ export function parseTimezone(header: string | string[] | undefined): string {
 }
 
 /** Whether the request carries a valid key (for keyless endpoints that say more to key holders). */
-export function keyIsValid(request: FastifyRequest, deps: ServerDeps): boolean {
+export function keyIsValid(request: FastifyRequest, deps: HttpDeps): boolean {
   const key = presentedKey(request);
   if (key === undefined) return false;
   try {
@@ -60,7 +60,7 @@ export function keyIsValid(request: FastifyRequest, deps: ServerDeps): boolean {
 }
 
 /** Adds the key check to every route of `scope` (the key endpoints). */
-export function requireKey(scope: FastifyInstance, deps: ServerDeps): void {
+export function requireKey(scope: FastifyInstance, deps: HttpDeps): void {
   scope.addHook("onRequest", async (request) => {
     request.ctx.principal = deps.keys.authenticate(presentedKey(request));
     request.ctx.timezone = parseTimezone(request.headers["x-timezone"]);

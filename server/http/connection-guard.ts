@@ -15,7 +15,7 @@
 // Idle here: no request in flight (never sent one, or waiting between requests).
 import type { Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+import { encodeOpenAIError } from "./openai-errors.js";
 import { AppError } from "../core/errors.js";
 import { isLoopbackAddress } from "./lan.js";
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerOptions, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyServerOptions } from "fastify";
 import { AppError } from "../core/errors.js";
-import { encodeOpenAIError } from "../surfaces/openai-errors.js";
+import { encodeOpenAIError } from "./openai-errors.js";
 import { noteRawAnswer, requestIdOf } from "./raw-answers.js";
 
 export interface ConnectionLimits {

@@ -1,8 +1,7 @@
 // Fastify's own errors (body parsing, size, schema validation) as AppErrors, so each surface can answer
 // them in its own format.
 import type { FastifyError } from "fastify";
-import { AppError, toAppError } from "../core/errors.js";
-import { tooManyItems } from "../surfaces/list-limits.js";
+import { AppError, toAppError, tooManyItems } from "../core/errors.js";
 
 interface AjvError {
   instancePath?: string;

@@ -10,7 +10,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, toAppError } from "../core/errors.js";
 import type { InferenceEvent, InferenceRequest, InferenceResult } from "../core/inference.js";
 import type { InferenceStream } from "../pipeline/pipeline.js";
-import type { RequestContext, ServerDeps } from "./context.js";
+import type { RequestContext } from "../core/request-context.js";
+import type { HttpDeps } from "./context.js";
 import { setRateHeaders } from "./limits.js";
 import { KEEPALIVE_MS, SseResponse, WRITE_TIMEOUT_MS } from "./sse.js";
 
@@ -65,7 +66,7 @@ function observe(ctx: RequestContext, event: InferenceEvent): void {
   } else if (ctx.inference.ttftMs === undefined) ctx.inference.ttftMs = performance.now() - ctx.startedAt;
 }
 
-export async function serveInference(request: FastifyRequest, reply: FastifyReply, deps: ServerDeps, call: InferenceCall): Promise<unknown> {
+export async function serveInference(request: FastifyRequest, reply: FastifyReply, deps: HttpDeps, call: InferenceCall): Promise<unknown> {
   const ctx = request.ctx;
   const principal = ctx.principal;
   if (!principal) throw new AppError("internal", "An inference route ran without authentication.");
@@ -111,7 +112,7 @@ export async function serveInference(request: FastifyRequest, reply: FastifyRepl
   }
 }
 
-async function pumpStream(sse: SseResponse, stream: InferenceStream, encoder: StreamEncoder, ctx: RequestContext, deps: ServerDeps): Promise<void> {
+async function pumpStream(sse: SseResponse, stream: InferenceStream, encoder: StreamEncoder, ctx: RequestContext, deps: HttpDeps): Promise<void> {
   try {
     for await (const event of stream) {
       observe(ctx, event);
@@ -125,7 +126,7 @@ async function pumpStream(sse: SseResponse, stream: InferenceStream, encoder: St
   }
 }
 
-async function failStream(sse: SseResponse, encoder: StreamEncoder, ctx: RequestContext, err: unknown, deps: ServerDeps): Promise<void> {
+async function failStream(sse: SseResponse, encoder: StreamEncoder, ctx: RequestContext, err: unknown, deps: HttpDeps): Promise<void> {
   const appError = toAppError(err);
   ctx.errorCode = appError.code ?? appError.kind;
   if (appError.status >= 500) deps.log?.("error", `${ctx.id} ${ctx.method} ${ctx.path}: stream failed: ${describeError(err)}`);

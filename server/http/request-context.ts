@@ -3,7 +3,7 @@
 import type { FastifyInstance } from "fastify";
 import { AppError } from "../core/errors.js";
 import { isLoopbackHost } from "../core/loopback.js";
-import type { ApiArea, RequestContext, RequestObserver } from "./context.js";
+import type { ApiArea, RequestContext, RequestObserver } from "../core/request-context.js";
 import { hostAllowedOn, type MachineNames } from "./lan.js";
 import { CLIENT_CLOSED_REQUEST, noteRequestId, rawAnswerOf } from "./raw-answers.js";
 

@@ -1,7 +1,6 @@
-// Prompts and the context window: `truncation: "auto"` (the oldest turns make way for the newest), and the
-// context-too-long error named the way each surface names its input.
+// Prompts and the context window: `truncation: "auto"` (the oldest turns make way for the newest).
 import { AppError } from "../core/errors.js";
-import type { CanonicalMessage, InferenceRequest, SurfaceName } from "../core/inference.js";
+import type { CanonicalMessage, InferenceRequest } from "../core/inference.js";
 import type { Engine, EngineRequest } from "../engine/types.js";
 
 /** Tokens kept for the answer when a truncated prompt must leave room for one (at most a quarter of the context). */
@@ -46,16 +45,11 @@ export async function fitToContext(
   return keep(cuts[lo]!);
 }
 
-const INPUT_PARAM: Record<SurfaceName, string> = {
-  chat: "messages",
-  messages: "messages",
-  responses: "input",
-  batch: "messages",
-  agent: "input",
-};
-
-/** The engine's context-too-long error names `messages`; on the Responses surface the input is `input`. */
-export function nameInputParam(err: unknown, surface: SurfaceName): unknown {
-  if (!(err instanceof AppError) || err.code !== "context_length_exceeded" || err.param === INPUT_PARAM[surface]) return err;
-  return new AppError(err.kind, err.message, { code: err.code, param: INPUT_PARAM[surface], details: err.details, retryAfter: err.retryAfter, cause: err });
+/**
+ * A context-too-long error names the conversation (the internal param `messages`; each surface gives its own
+ * name for it when it answers, server/http/errors.ts), whichever engine raised it.
+ */
+export function nameInputParam(err: unknown): unknown {
+  if (!(err instanceof AppError) || err.code !== "context_length_exceeded" || err.param === "messages") return err;
+  return new AppError(err.kind, err.message, { code: err.code, param: "messages", details: err.details, retryAfter: err.retryAfter, cause: err });
 }

@@ -127,7 +127,7 @@ export class InferencePipeline {
       first = await events.next();
     } catch (err) {
       ticket.release();
-      throw nameInputParam(err, request.surface);
+      throw nameInputParam(err);
     }
     if (first.done || first.value.type !== "start") {
       if (signal.aborted) throw new AppError("invalid_request", "The request was cancelled.", { code: "cancelled" });
@@ -208,9 +208,9 @@ async function* holdingTicket(events: AsyncGenerator<EngineEvent, void, void>, t
 export async function checkSchemas(request: InferenceRequest, checks: SchemaChecks = sharedSchemaChecks): Promise<void> {
   const output =
     request.output.type === "json_schema"
-      ? [{ schema: request.output.schema, param: request.output.param ?? "response_format", strict: request.output.strict === true }]
+      ? [{ schema: request.output.schema, param: request.output.param ?? "output_schema", strict: request.output.strict === true }]
       : [];
-  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].parameters`, strict: tool.strict === true }));
+  const tools = request.tools.map((tool, i) => ({ schema: tool.parameters, param: tool.param ?? `tools[${i}].schema`, strict: tool.strict === true }));
   // Every tool counts (the prompt shows them all); only those that may be called are compiled.
   checkSchemaLimits([...output, ...tools]);
   const compiled = [...output, ...(request.toolChoice.type === "none" ? [] : tools)];

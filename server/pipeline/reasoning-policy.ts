@@ -1,4 +1,5 @@
-// How a request's reasoning options become a mode and a reasoning-token budget. One table for every surface.
+// How a reasoning effort becomes a mode and a reasoning-token budget. One table for every surface; each
+// surface turns its own parameters into an effort or a budget (the Messages surface: surfaces/messages/reasoning.ts).
 import type { ReasoningRequest } from "../core/inference.js";
 
 /** Reasoning-token budgets per effort (docs/api.md, "Reasoning"). */
@@ -13,7 +14,7 @@ export const EFFORT_BUDGETS = {
 export const DEFAULT_EFFORT = "medium";
 
 /**
- * Chat `reasoning_effort` and Responses `reasoning.effort`: none and minimal give fast; low brief thinking;
+ * An effort label: none and minimal give fast; low brief thinking;
  * medium thinking; high, xhigh and max larger budgets; anything else falls back to thinking (never an error).
  * `maxReasoningTokens` caps the budget; a cap of 0 means no reasoning, i.e. fast.
  */
@@ -24,24 +25,6 @@ export function reasoningForEffort(effort: string | undefined | null, maxReasoni
   if (Object.hasOwn(EFFORT_BUDGETS, label)) budget = EFFORT_BUDGETS[label as keyof typeof EFFORT_BUDGETS];
   else budget = EFFORT_BUDGETS.medium;
   return capped({ mode: "thinking", budgetTokens: budget, effort: label, steerWithin: budget }, maxReasoningTokens);
-}
-
-/**
- * Messages surface: the model name picks the mode (haiku → fast; opus → the largest budget; sonnet, svc and
- * any other name → thinking), and an explicit `thinking` parameter overrides it.
- */
-export function reasoningForMessages(
-  model: string,
-  thinking: { type: "enabled"; budget_tokens: number } | { type: "disabled" } | { type: string } | undefined,
-): ReasoningRequest {
-  if (thinking?.type === "disabled") return { mode: "fast", budgetTokens: 0, effort: "disabled" };
-  if (thinking?.type === "enabled" && "budget_tokens" in thinking)
-    return { mode: "thinking", budgetTokens: thinking.budget_tokens, effort: `enabled:${thinking.budget_tokens}` };
-  const name = model.toLowerCase();
-  if (name.includes("haiku")) return { mode: "fast", budgetTokens: 0, effort: "haiku" };
-  if (name.includes("opus")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.max, effort: "opus", steerWithin: EFFORT_BUDGETS.max };
-  if (name.includes("sonnet")) return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: "sonnet", steerWithin: EFFORT_BUDGETS.medium };
-  return { mode: "thinking", budgetTokens: EFFORT_BUDGETS.medium, effort: DEFAULT_EFFORT, steerWithin: EFFORT_BUDGETS.medium };
 }
 
 function capped(reasoning: ReasoningRequest, maxReasoningTokens: number | undefined): ReasoningRequest {

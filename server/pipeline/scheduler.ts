@@ -10,8 +10,9 @@
 //   classes are bounded by their owners (the batch worker, the agent's run limit), so they always queue.
 // - A waiter whose signal aborts leaves the queue at once.
 import { AppError } from "../core/errors.js";
+import type { WorkClass } from "../core/request-context.js";
 
-export type WorkClass = "interactive" | "agent" | "batch";
+export type { WorkClass };
 
 const CLASS_LEVEL: Record<WorkClass, number> = { interactive: 0, agent: 1, batch: 2 };
 

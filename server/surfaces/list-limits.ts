@@ -3,7 +3,7 @@
 // bound the top-level lists, decoders the lists inside items). The spec's own bounds (Chat 2000 messages,
 // Messages 200, Chat 128 tools) stay as the spec gives them. The body as a whole is bounded too, before it
 // is parsed (server/http/body-limits.ts).
-import { AppError } from "../core/errors.js";
+import { tooManyItems } from "../core/errors.js";
 
 /** Responses input items (also an agent run's and a compaction's). */
 export const MAX_INPUT_ITEMS = 10_000;
@@ -13,10 +13,6 @@ export const MAX_CONTENT_PARTS = 1_000;
 export const MAX_TOOLS = 512;
 /** Tool calls of one Chat assistant message. */
 export const MAX_TOOL_CALLS = 512;
-
-export function tooManyItems(param: string, limit: number): AppError {
-  return new AppError("invalid_request", `'${param}' has more than ${limit} items, the limit.`, { param, code: "too_many_items" });
-}
 
 /** Throws the 400 for a list longer than `limit`; anything that is not an array passes (its type is checked elsewhere). */
 export function checkListLength(list: unknown, limit: number, param: string): void {

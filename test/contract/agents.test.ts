@@ -7,7 +7,7 @@ import { AppError } from "../../server/core/errors.js";
 import type { EngineEvent } from "../../server/engine/types.js";
 import { decodeCompactionContent, SUMMARY_PREFIX } from "../../server/surfaces/responses/compaction.js";
 import { answer, FakeEngine, outcome } from "../support/fake-engine.js";
-import { buildTestApp, sseData, type TestApp } from "../support/test-app.js";
+import { buildTestApp, postJson, sseData, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
 let engine: FakeEngine;
@@ -18,10 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-function post(url: string, body: unknown) {
-  const auth = url.startsWith("/v1/messages") ? { "x-api-key": t.key } : { authorization: `Bearer ${t.key}` };
-  return t.app.inject({ method: "POST", url, headers: { ...auth, "content-type": "application/json" }, payload: JSON.stringify(body) });
-}
+const post = (url: string, body: unknown) => postJson(t, url, body);
 
 function sseEvents(body: string): any[] {
   return body

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineHost } from "../../server/engine/engine-host.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus } from "../../server/engine/types.js";
-import type { RequestContext, RequestOutcome } from "../../server/http/context.js";
+import type { RequestContext, RequestOutcome } from "../../server/core/request-context.js";
 import { answer, FakeEngine } from "../support/fake-engine.js";
 import { buildTestApp, sseData, type TestApp, type TestAppOptions } from "../support/test-app.js";
 

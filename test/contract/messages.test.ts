@@ -5,7 +5,7 @@ import type { EngineEvent } from "../../server/engine/types.js";
 import { answer, FakeEngine, outcome } from "../support/fake-engine.js";
 import { makePdf } from "../support/make-pdf.js";
 import { sseEvents } from "../support/sse-events.js";
-import { buildTestApp, type TestApp } from "../support/test-app.js";
+import { buildTestApp, postJson, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
 let engine: FakeEngine;
@@ -18,14 +18,7 @@ afterAll(async () => t.close());
 
 const hello = { model: "svc", max_tokens: 100, messages: [{ role: "user", content: "Hi" }] };
 
-function post(body: unknown, headers: Record<string, string> = {}, url = "/v1/messages") {
-  return t.app.inject({
-    method: "POST",
-    url,
-    headers: { "x-api-key": t.key, "content-type": "application/json", ...headers },
-    payload: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
+const post = (body: unknown, headers: Record<string, string> = {}, url = "/v1/messages") => postJson(t, url, body, headers);
 
 const lastRequest = () => engine.requests.at(-1)!;
 

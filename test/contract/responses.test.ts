@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import { answer, FakeEngine, outcome } from "../support/fake-engine.js";
 import { makePdf } from "../support/make-pdf.js";
-import { buildTestApp, sseData, type TestApp } from "../support/test-app.js";
+import { buildTestApp, expectInvalidParam, postJson, sseData, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
 let engine: FakeEngine;
@@ -22,14 +22,7 @@ afterAll(async () => t.close());
 
 const hello = { model: "svc", input: "Hi" };
 
-function post(body: unknown, headers: Record<string, string> = {}) {
-  return t.app.inject({
-    method: "POST",
-    url: "/v1/responses",
-    headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...headers },
-    payload: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
+const post = (body: unknown, headers: Record<string, string> = {}) => postJson(t, "/v1/responses", body, headers);
 
 /** Splits an SSE body into events, checking each has an `event:` line naming its data's type. */
 function events(body: string): any[] {
@@ -121,12 +114,7 @@ describe("parameter validation", () => {
     [{ ...hello, text: { format: { type: "json_schema", name: "x" } } }, "text.format.schema"],
     [{ ...hello, tools: [{ type: "function", name: "f" }], tool_choice: { type: "function", name: "g" } }, "tool_choice.name"],
   ])("%j → 400 naming %s", async (body, param) => {
-    const res = await post(body);
-    expect(res.statusCode).toBe(400);
-    const error = res.json().error;
-    expect(error.param).toBe(param);
-    expect(error.type).toBe("invalid_request_error");
-    expect(error.message.length).toBeGreaterThan(10);
+    expectInvalidParam(await post(body), param);
   });
 
   it("an unknown model → 404 model_not_found", async () => {

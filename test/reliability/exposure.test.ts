@@ -10,7 +10,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { resolveServeConfig } from "../../server/config.js";
 import { EngineHost } from "../../server/engine/engine-host.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
-import { buildApp, type AppOptions } from "../../server/http/app.js";
+import { buildApp, type AppOptions } from "../../server/app.js";
 import { lanWarning, MachineNames } from "../../server/http/lan.js";
 import { InferencePipeline } from "../../server/pipeline/pipeline.js";
 import { AccountsService } from "../../server/features/accounts/accounts-service.js";

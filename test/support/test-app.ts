@@ -1,6 +1,7 @@
 // A fresh app on a temporary store, driven with app.inject; the engine is whatever the test passes.
 import { rmSync } from "node:fs";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { expect } from "vitest";
 import { EngineHost } from "../../server/engine/engine-host.js";
 import { BatchService, type BatchServiceOptions } from "../../server/features/batches/batch-service.js";
 import type { Engine } from "../../server/engine/types.js";
@@ -9,8 +10,9 @@ import { AuditService, type AuditServiceOptions } from "../../server/features/au
 import { FilesService } from "../../server/features/files/files-service.js";
 import { KeysService } from "../../server/features/keys/keys-service.js";
 import { sharedIngest } from "../../server/ingest/ingest.js";
-import { buildApp } from "../../server/http/app.js";
-import type { RequestObserver, ServerDeps } from "../../server/http/context.js";
+import { buildApp } from "../../server/app.js";
+import type { RequestObserver } from "../../server/core/request-context.js";
+import type { ServerDeps } from "../../server/features/server-deps.js";
 import { InferencePipeline, schedulerForHost } from "../../server/pipeline/pipeline.js";
 import { Store } from "../../server/store/store.js";
 import { tempDataDir } from "./svc-process.js";
@@ -89,6 +91,30 @@ export async function buildTestApp(engine: Engine | EngineHost | null, options: 
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * POSTs `body` to `url` as JSON (a string goes as it is, so a test can send a broken body) with the app's own
+ * key where the surface looks for it: x-api-key on the Messages routes, a Bearer token on the others.
+ * `headers` add to those, or replace them.
+ */
+export function postJson(t: TestApp, url: string, body: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+  const auth = url.startsWith("/v1/messages") ? { "x-api-key": t.key } : { authorization: `Bearer ${t.key}` };
+  return t.app.inject({
+    method: "POST",
+    url,
+    headers: { ...auth, "content-type": "application/json", ...headers },
+    payload: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+/** An OpenAI-shaped 400 invalid_request_error whose param is `param`, with a message that says something. */
+export function expectInvalidParam(res: LightMyRequestResponse, param: string): void {
+  expect(res.statusCode).toBe(400);
+  const error = res.json().error;
+  expect(error.param).toBe(param);
+  expect(error.type).toBe("invalid_request_error");
+  expect(error.message.length).toBeGreaterThan(10);
 }
 
 /** Splits an SSE body into the JSON of its data frames (and the raw "[DONE]"). */

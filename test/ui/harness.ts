@@ -13,7 +13,7 @@ import { ConsoleService, dispatchConsoleCall } from "../../server/features/conso
 import type { ServeConfig } from "../../server/config.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
 import { startServer, type RunningServer } from "../../server/index.js";
-import { packageVersion } from "../../server/version.js";
+import { packageVersion } from "../../server/core/version.js";
 import { ROOT } from "../support/svc-process.js";
 
 export const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? "/usr/bin/chromium";

@@ -203,8 +203,8 @@ describe("the 400", () => {
 
 describe("the facts on the error body (svc_context), for clients that say it in their own words", () => {
   it("carries the context, the prompt, the training length and the remedy, on both error formats", async () => {
-    const { encodeOpenAIError } = await import("../../server/surfaces/openai-errors.js");
-    const { encodeAnthropicError } = await import("../../server/surfaces/anthropic-errors.js");
+    const { encodeOpenAIError } = await import("../../server/http/openai-errors.js");
+    const { encodeAnthropicError } = await import("../../server/http/anthropic-errors.js");
     const given = facts({ contextSize: 4096, contextSizeGiven: true, trainContextSize: 65536 });
     const err = contextTooLong(given, 50_028);
     const expected = { context_size: 4096, prompt_tokens: 50_028, train_context_size: 65536, remedy: contextRemedy(given, 50_028) };

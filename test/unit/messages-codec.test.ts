@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { AppError, type AppErrorKind } from "../../server/core/errors.js";
 import type { InferenceEvent, InferenceResult } from "../../server/core/inference.js";
-import { encodeAnthropicError } from "../../server/surfaces/anthropic-errors.js";
+import { encodeAnthropicError } from "../../server/http/anthropic-errors.js";
 import { decodeCountTokensRequest, decodeMessagesRequest } from "../../server/surfaces/messages/decode.js";
 import { encodeMessagesResponse, thinkingSignature, toolInput, toolUseId } from "../../server/surfaces/messages/encode.js";
 import type { MessagesRequestBody } from "../../server/surfaces/messages/schema.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EFFORT_BUDGETS, reasoningForEffort, reasoningForMessages } from "../../server/pipeline/reasoning-policy.js";
+import { EFFORT_BUDGETS, reasoningForEffort } from "../../server/pipeline/reasoning-policy.js";
+import { reasoningForMessages } from "../../server/surfaces/messages/reasoning.js";
 
 describe("reasoning_effort → mode and budget", () => {
   it.each([

@@ -1,3 +1,7 @@
+// Why one file (over 400 lines): one translation, an ECMAScript regex subset to GBNF: the character-set
+// algebra is the parser's alphabet, the parser builds the tree that the length fitting and the writer walk,
+// and none of these steps has a user outside it (primitives.ts reads only JSON_RAW).
+//
 // A safe subset of ECMAScript regular expressions (`pattern`, as ajv runs them: `new RegExp(p, "u")`)
 // turned into the content of a JSON string.
 //

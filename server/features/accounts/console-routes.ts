@@ -12,7 +12,7 @@ import { timingSafeEqual, randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../../core/errors.js";
 import { parseTimezone } from "../../http/auth.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { ServerDeps } from "../server-deps.js";
 import { sendError, type ErrorLog } from "../../http/errors.js";
 import { fastifyErrorToAppError } from "../../http/fastify-errors.js";
 import { parseAuditFilter, parseAuditListQuery } from "../audit/audit-query.js";

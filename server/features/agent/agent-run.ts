@@ -1,3 +1,6 @@
+// Why one file (over 400 lines): one agent run's life, the loop, its model steps, its tool steps and how it
+// ends, is one state machine over one object's state (steps, usage, the conversation, the stop cause); the
+// first ~140 lines are the run's types (RunObject, steps, events), which the routes and the stream read.
 // One agent run: a loop of model steps on the shared pipeline (work class "agent") and the tool calls they
 // make. Built-in tools run here; a call of a client function ends the run with requires_action (the client
 // continues statelessly by sending the run's items back with the outputs). The run's content lives only in

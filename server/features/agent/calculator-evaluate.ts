@@ -1,7 +1,6 @@
 // One expression evaluated in the calculator's process, its outcome as plain data.
 import { AppError } from "../../core/errors.js";
-import { calculate } from "./calculator.js";
-import type { CalculatorAnswer } from "./calculator-worker.js";
+import { calculate, type CalculatorAnswer } from "./calculator.js";
 
 export function evaluateExpression(expression: string): CalculatorAnswer {
   try {

@@ -10,8 +10,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import workerpool from "workerpool";
 import { AppError } from "../../core/errors.js";
-import type { CalculatorResult } from "./calculator.js";
-import type { CalculatorAnswer } from "./calculator-worker.js";
+import type { CalculatorAnswer, CalculatorResult } from "./calculator.js";
 
 export interface CalculatorBudget {
   /** Time for one expression once its process has it; default 1 s. */

@@ -4,9 +4,7 @@
 // only what the server and the model leave over.
 import { setPriority } from "node:os";
 import workerpool from "workerpool";
-import type { CalculatorResult } from "./calculator.js";
-
-export type CalculatorAnswer = { ok: true; value: CalculatorResult } | { ok: false; message: string; code: string };
+import type { CalculatorAnswer } from "./calculator.js";
 
 try {
   setPriority(19);

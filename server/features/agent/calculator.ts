@@ -8,6 +8,9 @@
 import { all, create, type Matrix } from "mathjs";
 import { AppError, invalidRequest } from "../../core/errors.js";
 
+/** What the calculator's process sends back for one expression: its result, or why it has none (plain data). */
+export type CalculatorAnswer = { ok: true; value: CalculatorResult } | { ok: false; message: string; code: string };
+
 export const MAX_EXPRESSION_CHARS = 500;
 const MAX_RESULT_CHARS = 2000;
 /** Elements of one matrix (a 316 x 316 one, or a vector of 100,000). */

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../../core/errors.js";
 import type { Usage } from "../../core/inference.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { ServerDeps } from "../server-deps.js";
 import { setRateHeaders } from "../../http/limits.js";
 import { KEEPALIVE_MS, SseResponse } from "../../http/sse.js";
 import { AgentRun, type RunEvent, type RunUsage } from "./agent-run.js";

@@ -2,7 +2,7 @@
 // caller's own account's records (the key says which account). Bodies: docs/api.md, "Audit".
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AppError } from "../../core/errors.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { ServerDeps } from "../server-deps.js";
 import { parseAuditFilter, parseAuditListQuery } from "./audit-query.js";
 
 function accountOf(request: FastifyRequest): string {

@@ -4,11 +4,24 @@
 // only what is listed in AuditRow. Reads are per account; erasure zeroes the bytes (see AuditRepository.scrub);
 // records older than the retention period are removed automatically.
 import { AppError } from "../../core/errors.js";
-import type { RequestContext, RequestObserver, RequestOutcome } from "../../http/context.js";
+import type { RequestContext, RequestObserver, RequestOutcome } from "../../core/request-context.js";
 import type { AuditFilter, AuditRow } from "../../store/audit-repository.js";
 import type { Store } from "../../store/store.js";
 import type { AuditListQuery } from "./audit-query.js";
 import { dayOf, nextDay, startOfDay } from "./zoned-days.js";
+
+// The facts beyond the basics that the audit records about a request: the features that know them (batches,
+// the agent) set them on the request's context; the layers below never see these names.
+declare module "../../core/request-context.js" {
+  interface RequestContext {
+    /** The batch a request reads or creates (/v1/messages/batches). */
+    batchId?: string;
+    /** The agent run a request starts or cancels. */
+    runId?: string;
+    /** An agent run's outcome (its status and number of steps), for the audit record. */
+    run?: { status: string; steps: number };
+  }
+}
 
 export const DEFAULT_RETENTION_DAYS = 90;
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;

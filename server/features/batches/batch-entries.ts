@@ -29,7 +29,7 @@ export interface ValidEntry {
   inference: InferenceRequest;
 }
 
-// The options Fastify gives its own validator (server/http/app.ts), so the messages match POST /v1/messages.
+// The options Fastify gives its own validator (server/app.ts), so the messages match POST /v1/messages.
 const ajv = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false });
 const validateParams = ajv.compile<MessagesRequestBody>(MessagesRequestSchema);
 

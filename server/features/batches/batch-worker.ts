@@ -12,7 +12,9 @@ import { newId } from "../../core/ids.js";
 import type { InferenceResult } from "../../core/inference.js";
 import type { InferencePipeline } from "../../pipeline/pipeline.js";
 import type { BatchRepository, ClaimedRequest, EndedState } from "../../store/batches-repository.js";
-import { encodeAnthropicError } from "../../surfaces/anthropic-errors.js";
+import { encodeAnthropicError } from "../../http/anthropic-errors.js";
+import { withWireParam } from "../../http/errors.js";
+import { MESSAGES_PARAMS } from "../../surfaces/messages/params.js";
 import { decodeMessagesRequest } from "../../surfaces/messages/decode.js";
 import { encodeMessagesResponse } from "../../surfaces/messages/encode.js";
 
@@ -182,7 +184,7 @@ export class BatchWorker {
       return;
     }
     if (error.status >= 500) this.log("error", `Batch ${claimed.batchId}, request ${claimed.customId}: ${(failure as Error)?.stack ?? error.message}`);
-    this.store(claimed, "errored", { type: "errored", error: encodeAnthropicError(error, newId("req_")) }, startedAt);
+    this.store(claimed, "errored", { type: "errored", error: encodeAnthropicError(withWireParam(error, MESSAGES_PARAMS), newId("req_")) }, startedAt);
   }
 
   private store(claimed: ClaimedRequest, state: EndedState, result: unknown, startedAt: number | null): void {

@@ -4,7 +4,7 @@
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AppError, invalidRequest } from "../../core/errors.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { ServerDeps } from "../server-deps.js";
 import { checkVersionHeaders } from "../../surfaces/messages/routes.js";
 import { encodeBatch } from "./batch-object.js";
 

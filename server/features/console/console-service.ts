@@ -1,3 +1,6 @@
+// Why one file (over 400 lines): it is the one implementation of ConsoleApi (contract.ts), a facade of thin
+// methods, one per thing the window can ask, each a few lines over a service (keys, accounts, models,
+// downloads, settings); splitting it by page would split one interface's implementation across files.
 // What the desktop window's console does, over the running server's own services. The Electron main process
 // answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
 // path. Nothing here is reachable over HTTP.
@@ -8,14 +11,18 @@ import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
 import { engineBuildHint } from "../../engine/engine-build.js";
 import { WARM_START_MIN_TOKENS } from "../../engine/warm-start.js";
-import type { RunningServer } from "../../index.js";
+import type { FastifyInstance } from "fastify";
+import type { EngineHost } from "../../engine/engine-host.js";
+import type { Scheduler } from "../../pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
-import type { AccountInfo } from "../accounts/accounts-service.js";
+import type { Store } from "../../store/store.js";
+import type { AccountInfo, AccountsService } from "../accounts/accounts-service.js";
 import { encodeBatch } from "../batches/batch-object.js";
+import type { BatchService } from "../batches/batch-service.js";
 import { toFileOut } from "../files/files-service.js";
-import type { KeyInfo } from "../keys/keys-service.js";
+import type { KeyInfo, KeysService } from "../keys/keys-service.js";
 import { fitOf, RECOMMENDED_SPEECH_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
-import type { ModelLoadSettings, ModelList, PullEvent } from "../models/models-service.js";
+import type { ModelLoadSettings, ModelList, ModelsService, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
   ConsoleApi,
@@ -47,8 +54,22 @@ export const LAN_EXPOSURE_SETTING = "lan_exposure";
 /** The desktop app's port for its next start (SVC_PORT wins over it). */
 export const PORT_SETTING = "desktop_port";
 
+/** The parts of the running server (server/index.ts's RunningServer) the console works over. */
+export interface ConsoleServer {
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  store: Store;
+  keys: KeysService;
+  accounts: AccountsService;
+  engineHost: EngineHost;
+  scheduler: Scheduler;
+  models: ModelsService;
+  batches: BatchService;
+}
+
 export interface ConsoleServiceOptions {
-  server: Pick<RunningServer, "url" | "port" | "store" | "keys" | "accounts" | "models" | "engineHost" | "scheduler" | "app" | "batches">;
+  server: ConsoleServer;
   host: string;
   dataDir: string;
   version: string;

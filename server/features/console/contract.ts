@@ -1,3 +1,6 @@
+// Why one file (over 400 lines): it is the whole contract between the desktop window and the main process,
+// the ConsoleApi interface, the view types its methods return and the method table, and the renderer, the
+// preload and the main process each import it as one. It holds types and one table, no logic.
 // The desktop console's contract: what the window may ask the main process for (keys, accounts, models,
 // settings: the things no API key may do). The preload exposes one function, `window.svc.call`; the main
 // process and the UI test harness both answer it with dispatchConsoleCall over the same ConsoleService.

@@ -1,5 +1,5 @@
 // The server's recent log lines, kept for the desktop window's log view, while still passing each line on.
-import type { Log } from "../../index.js";
+import type { Log } from "../../core/log.js";
 import type { LogLine } from "./contract.js";
 
 export class LogBuffer {

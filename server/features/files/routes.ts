@@ -3,7 +3,7 @@ import multipart from "@fastify/multipart";
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
 import { AppError, invalidRequest } from "../../core/errors.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { ServerDeps } from "../server-deps.js";
 import { MAX_UPLOAD_BYTES, uploadTooLarge } from "./files-service.js";
 
 /** Multipart framing around the file: the fields and boundaries of any client fit well within this. */

@@ -2,6 +2,7 @@
 // SHA-256 is stored, and a presented key is compared in constant time.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { AppError } from "../../core/errors.js";
+import type { Principal } from "../../core/request-context.js";
 import { newId, nowSeconds } from "../../core/ids.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { ApiKeyRow } from "../../store/keys-repository.js";
@@ -29,11 +30,7 @@ export interface CreatedKey extends KeyInfo {
 }
 
 /** Who a request is from, once its key checked out. */
-export interface Principal {
-  keyId: string;
-  accountId: string;
-  reasoningTrace: boolean;
-}
+export type { Principal };
 
 export function hashKey(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");

@@ -1,9 +1,11 @@
 // The models folder: <data-dir>/models holds finished model files; <data-dir>/models/.downloads holds
 // downloads in progress (and their resume data), so a half-written file is never mistaken for a model.
 import { open, readdir, readFile, rm, stat } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { basename, isAbsolute, join, resolve, sep } from "node:path";
 import { AppError } from "../../core/errors.js";
+import { InvalidModelFileError, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { PARTIAL_DOWNLOAD_SUFFIX } from "../../engine/model-downloader.js";
+import { InvalidSpeechModelError, readWhisperModel } from "../../ingest/whisper-model.js";
 import { PRIVATE_FILE_MODE } from "../../store/file-modes.js";
 
 export function modelsDir(dataDir: string): string {
@@ -142,4 +144,62 @@ export async function lockDownload(dataDir: string, file: string): Promise<() =>
     }
   }
   throw new AppError("conflict", `Could not lock the download of ${file}.`, { code: "download_in_progress" });
+}
+
+/** The language models (GGUF, what `svc serve` loads) or the speech models (whisper.cpp, for transcripts). */
+export type ModelKind = "llm" | "speech";
+
+export interface ModelEntry {
+  /** The name in the models folder; an absolute path for an active model kept elsewhere. */
+  file: string;
+  path: string;
+  sizeBytes: number;
+  active: boolean;
+  architecture: string | null;
+  name: string | null;
+  sizeLabel: string | null;
+  quantization: string | null;
+  contextLength: number | null;
+  /** Where `svc models pull` got it, when it did. */
+  source: string | null;
+  /** Set when the file is not a readable GGUF model. */
+  error: string | null;
+}
+
+/** The path of a model the active setting names: a name in the models folder, or an absolute path. */
+export function modelPathOf(dataDir: string, file: string): string {
+  return isAbsolute(file) ? file : join(modelsDir(dataDir), file);
+}
+
+/** A name in the models folder (".gguf" may be left off), or a path to a file anywhere. */
+export function resolveModelFile(dataDir: string, fileOrPath: string): { file: string; path: string } {
+  const directory = modelsDir(dataDir);
+  const text = fileOrPath.trim();
+  if (text === "") throw new AppError("invalid_request", "Name a model file (see `svc models list`).", { code: "invalid_model_name" });
+  if (text.includes("/") || text.includes(sep) || isAbsolute(text)) {
+    const path = resolve(text);
+    // A file inside the models folder is stored by name, so the data dir can move.
+    return resolve(directory, basename(path)) === path ? { file: basename(path), path } : { file: path, path };
+  }
+  const name = text.toLowerCase().endsWith(".gguf") ? text : `${text}.gguf`;
+  return { file: name, path: join(directory, name) };
+}
+
+/** A whisper.cpp model described in the shape `svc models list` prints (architecture "whisper"). */
+export async function speechSummary(path: string): Promise<GgufSummary> {
+  try {
+    const model = await readWhisperModel(path);
+    return {
+      architecture: "whisper",
+      name: null,
+      sizeLabel: model.size === "unknown" ? null : `${model.size}${model.multilingual ? "" : ".en"}`,
+      quantization: model.weights,
+      contextLength: null,
+      hasChatTemplate: false,
+      parts: 1,
+    };
+  } catch (err) {
+    if (err instanceof InvalidSpeechModelError) throw new InvalidModelFileError(err.message);
+    throw err;
+  }
 }

@@ -11,6 +11,7 @@ import type {
 } from "../../core/inference.js";
 import { reasoningForEffort } from "../../pipeline/reasoning-policy.js";
 import { resolveModelAlias } from "../models.js";
+import { isObj, joinContentText, mapContentParts, partText, sourceOfUrl, textPart, type Obj } from "../content-parts.js";
 import { checkListLength, MAX_TOOL_CALLS } from "../list-limits.js";
 import { decodeGlassbox, sourceOfDataUrl, toSeed } from "../request-params.js";
 import type { ChatRequestBody } from "./schema.js";
@@ -20,10 +21,6 @@ export interface DecodedChatRequest {
   stream: boolean;
   sessionId?: string;
 }
-
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
   const model = resolveModelAlias(body.model ?? undefined, "model");
@@ -65,33 +62,19 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
 }
 
 function textOfParts(content: unknown, where: string, allowRefusal = false): string {
-  if (typeof content === "string") return content;
   if (content == null) return "";
-  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
-  return content
-    .map((part: unknown, j) => {
-      const at = `${where}[${j}]`;
-      if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
-      if (part.type === "text") {
-        if (typeof part.text !== "string") throw invalidRequest("A text part needs a string 'text'.", `${at}.text`);
-        return part.text;
-      }
-      if (allowRefusal && part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
-      throw invalidRequest(`Content parts of type '${String(part.type)}' are not allowed in this message; use text parts.`, `${at}.type`);
-    })
-    .join("");
+  return joinContentText(content, where, (part, at) => {
+    if (part.type === "text") return partText(part, at, "A text part");
+    if (allowRefusal && part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
+    throw invalidRequest(`Content parts of type '${String(part.type)}' are not allowed in this message; use text parts.`, `${at}.type`);
+  });
 }
 
 function decodeUserContent(content: unknown, where: string): ContentPart[] {
-  if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) throw invalidRequest("Content must be a string or an array of content parts.", where);
-  return content.map((part: unknown, j): ContentPart => {
-    const at = `${where}[${j}]`;
-    if (!isObj(part)) throw invalidRequest("A content part must be an object.", at);
+  return mapContentParts(content, where, textPart, (part, at): ContentPart => {
     switch (part.type) {
       case "text":
-        if (typeof part.text !== "string") throw invalidRequest("A text part needs a string 'text'.", `${at}.text`);
-        return { type: "text", text: part.text };
+        return textPart(partText(part, at, "A text part"));
       case "file": {
         const file = part.file;
         if (!isObj(file)) throw invalidRequest("A file part needs a 'file' object.", `${at}.file`);
@@ -112,7 +95,7 @@ function decodeUserContent(content: unknown, where: string): ContentPart[] {
         const image = part.image_url;
         const url = isObj(image) ? image.url : undefined;
         if (typeof url !== "string") throw invalidRequest("An image_url part needs image_url.url.", `${at}.image_url.url`);
-        return { type: "image", source: sourceOfDataUrl(url) ?? { kind: "url", url }, param: `${at}.image_url` };
+        return { type: "image", source: sourceOfUrl(url), param: `${at}.image_url` };
       }
       case "input_audio":
         throw invalidRequest("Audio input parts are not supported; upload audio through the Files API.", `${at}.type`, "unsupported_content");

@@ -2,7 +2,9 @@
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, Mode } from "../../core/inference.js";
 import { modelIdOfMode } from "../../core/inference.js";
-import { encodeOpenAIError } from "../openai-errors.js";
+import { withWireParam } from "../../http/errors.js";
+import { encodeOpenAIError } from "../../http/openai-errors.js";
+import { CHAT_PARAMS } from "./params.js";
 import { encodeChatUsage, encodeExtensions, encodeLogprobs, finishReasonOf, type ChatEnvelope } from "./encode.js";
 
 const frame = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
@@ -57,7 +59,7 @@ export class ChatStreamEncoder {
   /** An error after the first byte: one error frame; the stream then ends. */
   error(err: AppError): string[] {
     this.finished = true;
-    return [frame(encodeOpenAIError(err))];
+    return [frame(encodeOpenAIError(withWireParam(err, CHAT_PARAMS)))];
   }
 
   get isFinished(): boolean {

@@ -1,3 +1,8 @@
+// Why one file (over 400 lines): it is the one decoder of one request body, the Messages request, and its
+// sections follow that body's fields (system, messages and their blocks, thinking, tools, tool_choice,
+// output format) and share its block helpers (cache_control marks, sources, text blocks). The Responses
+// decoder split off its tools because they are a sub-language of their own (namespaces, allowed_tools);
+// the Messages tools part here is some 60 lines and would not earn a module.
 // Messages request → canonical InferenceRequest. Pure: no I/O, throws AppError naming the parameter as the
 // client wrote it (messages[1].content[0].tool_use_id).
 import { invalidRequest } from "../../core/errors.js";
@@ -12,7 +17,7 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from "../../core/inference.js";
-import { reasoningForMessages } from "../../pipeline/reasoning-policy.js";
+import { reasoningForMessages } from "./reasoning.js";
 import { checkListLength, MAX_CONTENT_PARTS } from "../list-limits.js";
 import type { CountTokensRequestBody, MessagesRequestBody } from "./schema.js";
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { invalidRequest } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { HttpDeps } from "../../http/context.js";
 import { serveInference } from "../../http/inference.js";
 import { decodeCountTokensRequest, decodeMessagesRequest } from "./decode.js";
 import { encodeMessagesResponse } from "./encode.js";
@@ -29,7 +29,7 @@ export function checkVersionHeaders(request: FastifyRequest): void {
   }
 }
 
-export async function registerMessagesRoutes(app: FastifyInstance, deps: ServerDeps): Promise<void> {
+export async function registerMessagesRoutes(app: FastifyInstance, deps: HttpDeps): Promise<void> {
   // After the key check (a hook of the key scope), before the body is validated.
   app.addHook("onRequest", async (request) => checkVersionHeaders(request));
 

@@ -9,7 +9,9 @@
 // Every frame has an `event:` line: the Anthropic SDK drops frames without one.
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent } from "../../core/inference.js";
-import { encodeAnthropicError } from "../anthropic-errors.js";
+import { encodeAnthropicError } from "../../http/anthropic-errors.js";
+import { withWireParam } from "../../http/errors.js";
+import { MESSAGES_PARAMS } from "./params.js";
 import {
   encodeMessagesFinalUsage,
   encodeMessagesUsage,
@@ -118,7 +120,7 @@ export class MessagesStreamEncoder {
   /** An error after the stream began: one `error` event; the stream then ends without message_stop. */
   error(err: AppError): string[] {
     this.finished = true;
-    const { type, error } = encodeAnthropicError(err, this.requestId);
+    const { type, error } = encodeAnthropicError(withWireParam(err, MESSAGES_PARAMS), this.requestId);
     return [frame({ type, error, request_id: this.requestId })];
   }
 

@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { Type, type Static } from "@sinclair/typebox";
 import { invalidRequest } from "../../core/errors.js";
 import { newId, nowSeconds } from "../../core/ids.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { HttpDeps } from "../../http/context.js";
 import { serveInference } from "../../http/inference.js";
 import { MAX_INPUT_ITEMS } from "../list-limits.js";
 import { nullable } from "../request-params.js";
@@ -41,7 +41,7 @@ function userMessages(input: CompactRequestBody["input"]) {
     }));
 }
 
-export async function registerResponsesCompactRoutes(app: FastifyInstance, deps: ServerDeps): Promise<void> {
+export async function registerResponsesCompactRoutes(app: FastifyInstance, deps: HttpDeps): Promise<void> {
   app.post<{ Body: CompactRequestBody }>(
     "/v1/responses/compact",
     { schema: { body: CompactRequestSchema } },

@@ -4,7 +4,8 @@ import type { InferenceResult, Mode, TokenLogprob, ToolCall } from "../../core/i
 import { modelIdOfMode } from "../../core/inference.js";
 import { newId } from "../../core/ids.js";
 import { compactionItem, type CompactionItem } from "./compaction.js";
-import type { NamespacedName, ResponseEcho } from "./decode.js";
+import type { ResponseEcho } from "./decode.js";
+import type { NamespacedName } from "./decode-tools.js";
 
 export interface ResponsesEnvelope {
   id: string;

@@ -1,14 +1,14 @@
 // POST /v1/responses (stateless: nothing of the request or the response is kept)
 import type { FastifyInstance } from "fastify";
 import { newId, nowSeconds } from "../../core/ids.js";
-import type { ServerDeps } from "../../http/context.js";
+import type { HttpDeps } from "../../http/context.js";
 import { serveInference } from "../../http/inference.js";
 import { decodeResponsesRequest } from "./decode.js";
 import { encodeResponse, type ResponsesEnvelope } from "./encode.js";
 import { ResponsesRequestSchema, type ResponsesRequestBody } from "./schema.js";
 import { ResponsesStreamEncoder } from "./stream.js";
 
-export async function registerResponsesRoutes(app: FastifyInstance, deps: ServerDeps): Promise<void> {
+export async function registerResponsesRoutes(app: FastifyInstance, deps: HttpDeps): Promise<void> {
   app.post<{ Body: ResponsesRequestBody }>("/v1/responses", { schema: { body: ResponsesRequestSchema } }, async (request, reply) => {
     const decoded = decodeResponsesRequest(request.body);
     const envelope: ResponsesEnvelope = {

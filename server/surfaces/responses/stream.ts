@@ -7,7 +7,9 @@
 // sequence_number and an `event:` line; only types in the SDK's union are sent, and no [DONE].
 import type { AppError } from "../../core/errors.js";
 import type { InferenceEvent, InferenceResult, Mode, TokenLogprob } from "../../core/inference.js";
-import { encodeOpenAIError } from "../openai-errors.js";
+import { withWireParam } from "../../http/errors.js";
+import { encodeOpenAIError } from "../../http/openai-errors.js";
+import { RESPONSES_PARAMS } from "./params.js";
 import { compactionItem } from "./compaction.js";
 import {
   compactionSummaryOf,
@@ -107,7 +109,7 @@ export class ResponsesStreamEncoder {
   error(err: AppError): string[] {
     if (this.finished) return [];
     this.finished = true;
-    const { code, message } = encodeOpenAIError(err).error;
+    const { code, message } = encodeOpenAIError(withWireParam(err, RESPONSES_PARAMS)).error;
     const frames = this.started ? [] : this.begin();
     const output = this.items.map((item) => ("status" in item && item.status === "in_progress" ? { ...item, status: "incomplete" as const } : item));
     return [

@@ -10,30 +10,33 @@ import { freemem, totalmem } from "node:os";
 import { basename } from "node:path";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
-import { listWarmPrefixes } from "../engine/warm-start.js";
-import { AppError } from "../core/errors.js";
-import { newId } from "../core/ids.js";
-import { hasConsoleSession, registerConsoleRoutes } from "../features/accounts/console-routes.js";
-import { registerAgentRoutes } from "../features/agent/routes.js";
-import { registerAuditRoutes } from "../features/audit/audit-routes.js";
-import { registerBatchRoutes } from "../features/batches/routes.js";
-import { registerFilesRoutes } from "../features/files/routes.js";
-import { registerChatRoutes } from "../surfaces/chat/routes.js";
-import { registerResponsesCompactRoutes } from "../surfaces/responses/compact-routes.js";
-import { registerMessagesRoutes } from "../surfaces/messages/routes.js";
-import { modelObject } from "../surfaces/models.js";
-import { registerResponsesRoutes } from "../surfaces/responses/routes.js";
-import { keyIsValid, requireKey } from "./auth.js";
-import { bodyWasRefused, readJsonBody } from "./body-limits.js";
-import { ConnectionGuard } from "./connection-guard.js";
-import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
-import type { ServerDeps } from "./context.js";
-import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog } from "./errors.js";
-import { describeError } from "./inference.js";
-import { rateHeaders } from "./limits.js";
-import { isLoopbackAddress, MachineNames } from "./lan.js";
-import { LARGE_BODY_BYTES, releaseAfterLargeBody } from "./memory.js";
-import { hostAllowed, requestContext } from "./request-context.js";
+import { listWarmPrefixes } from "./engine/warm-start.js";
+import { AppError } from "./core/errors.js";
+import { newId } from "./core/ids.js";
+import { hasConsoleSession, registerConsoleRoutes } from "./features/accounts/console-routes.js";
+import { registerAgentRoutes } from "./features/agent/routes.js";
+import { registerAuditRoutes } from "./features/audit/audit-routes.js";
+import { registerBatchRoutes } from "./features/batches/routes.js";
+import { registerFilesRoutes } from "./features/files/routes.js";
+import { CHAT_PARAMS } from "./surfaces/chat/params.js";
+import { registerChatRoutes } from "./surfaces/chat/routes.js";
+import { MESSAGES_PARAMS } from "./surfaces/messages/params.js";
+import { RESPONSES_PARAMS } from "./surfaces/responses/params.js";
+import { registerResponsesCompactRoutes } from "./surfaces/responses/compact-routes.js";
+import { registerMessagesRoutes } from "./surfaces/messages/routes.js";
+import { modelObject } from "./surfaces/models.js";
+import { registerResponsesRoutes } from "./surfaces/responses/routes.js";
+import { keyIsValid, requireKey } from "./http/auth.js";
+import { bodyWasRefused, readJsonBody } from "./http/body-limits.js";
+import { ConnectionGuard } from "./http/connection-guard.js";
+import { connectionOptions, resolveConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
+import type { ServerDeps } from "./features/server-deps.js";
+import { errorFormatOf, errorHandler, notFound, useErrorFormat, type ErrorLog, type WireParams } from "./http/errors.js";
+import { describeError } from "./http/inference.js";
+import { rateHeaders } from "./http/limits.js";
+import { isLoopbackAddress, MachineNames } from "./http/lan.js";
+import { LARGE_BODY_BYTES, releaseAfterLargeBody } from "./http/memory.js";
+import { hostAllowed, requestContext } from "./http/request-context.js";
 
 export const BODY_LIMIT_BYTES = 50 * 1024 * 1024;
 
@@ -241,22 +244,24 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   await app.register(async (scope) => registerConsoleRoutes(scope, deps, logError));
 
   // 5. Key endpoints
-  const surfaces: Array<[KeyedPlugin, "openai" | "anthropic"]> = [
-    [registerChatRoutes, "openai"],
-    [registerResponsesRoutes, "openai"],
-    [registerResponsesCompactRoutes, "openai"],
-    [registerMessagesRoutes, "anthropic"],
+  // Each surface names the internal request's fields in its own words (its WireParams); the agent takes
+  // Responses' input, batches hold Messages requests.
+  const surfaces: Array<[KeyedPlugin, "openai" | "anthropic", WireParams?]> = [
+    [registerChatRoutes, "openai", CHAT_PARAMS],
+    [registerResponsesRoutes, "openai", RESPONSES_PARAMS],
+    [registerResponsesCompactRoutes, "openai", RESPONSES_PARAMS],
+    [registerMessagesRoutes, "anthropic", MESSAGES_PARAMS],
     [registerAuditRoutes, "openai"],
-    [registerBatchRoutes, "anthropic"],
+    [registerBatchRoutes, "anthropic", MESSAGES_PARAMS],
     [registerFilesRoutes, "openai"],
-    [registerAgentRoutes, "openai"],
+    [registerAgentRoutes, "openai", RESPONSES_PARAMS],
   ];
   await app.register(async (keyed) => {
     requireKey(keyed, deps);
     rateHeaders(keyed, deps.pipeline.scheduler);
-    for (const [plugin, format] of surfaces)
+    for (const [plugin, format, params] of surfaces)
       await keyed.register(async (scope) => {
-        useErrorFormat(scope, format, logError);
+        useErrorFormat(scope, format, logError, params);
         await plugin(scope, deps);
       });
   });

@@ -1,0 +1,230 @@
+// Which model is active, for the setting and the engine together: the one owner of ACTIVE_MODEL_SETTING
+// (and SPEECH_MODEL_SETTING, which no engine loads). `use` sets it and switches the running server, putting
+// the setting back when the switch fails; `follow` switches when another process (`svc models use`)
+// changes it; a pull may make its model active when none is; a removal of the active model clears it.
+import { stat } from "node:fs/promises";
+import { basename, isAbsolute, join, resolve, sep } from "node:path";
+import { AppError } from "../../core/errors.js";
+import type { EngineHost, HostLog } from "../../engine/engine-host.js";
+import { readGgufSummary, type GgufSummary } from "../../engine/gguf-inspect.js";
+import type { SettingRow } from "../../store/settings-repository.js";
+import type { Store } from "../../store/store.js";
+import type { LoadSettings } from "./load-settings.js";
+import { modelPathOf, modelsDir, resolveModelFile, speechModelsDir, speechSummary, type ModelEntry, type ModelKind } from "./models-folder.js";
+
+export const ACTIVE_MODEL_SETTING = "active_model";
+/** The speech model (a file in <data-dir>/models/speech) that transcribes audio and video uploads. */
+export const SPEECH_MODEL_SETTING = "speech_model";
+export const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
+
+function sameSetting(a: SettingRow | undefined, b: SettingRow | undefined): boolean {
+  return a?.value === b?.value && a?.updated_at === b?.updated_at;
+}
+
+export interface ActiveModelOptions {
+  store: Store;
+  dataDir: string;
+  /** The running server's engine; without one (the CLI) only the setting changes. */
+  host: EngineHost | undefined;
+  log: HostLog;
+  /** How a model loads (the options the host gets). */
+  load: LoadSettings;
+}
+
+export class ActiveModel {
+  private readonly store: Store;
+  private readonly dataDir: string;
+  private readonly host: EngineHost | undefined;
+  private readonly log: HostLog;
+  private readonly load: LoadSettings;
+  private timer: NodeJS.Timeout | null = null;
+  /** The setting as last read, and the setting of the model that is serving. */
+  private seen: SettingRow | undefined;
+  private serving: SettingRow | undefined;
+  private applying: Promise<void> | null = null;
+
+  constructor(options: ActiveModelOptions) {
+    this.store = options.store;
+    this.dataDir = options.dataDir;
+    this.host = options.host;
+    this.log = options.log;
+    this.load = options.load;
+  }
+
+  /** The active model from the setting, resolved to a path; null when none is set. */
+  active(): { file: string; path: string } | null {
+    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    return row ? { file: row.value, path: modelPathOf(this.dataDir, row.value) } : null;
+  }
+
+  /**
+   * The speech model for transcripts, resolved to a path; null when none is set (audio and video uploads then
+   * say that no transcript is available). Read at every extraction, so a pull or use in another process counts.
+   */
+  speechModel(): { file: string; path: string } | null {
+    const row = this.store.settings.get(SPEECH_MODEL_SETTING);
+    if (!row) return null;
+    return { file: row.value, path: isAbsolute(row.value) ? row.value : join(speechModelsDir(this.dataDir), row.value) };
+  }
+
+  /**
+   * Makes a model the active one: `svc serve` loads it at start, and a running server switches to it (at
+   * once through this call, or within a few seconds when another process sets it). Throws AppError when the
+   * file is missing or not a GGUF model, or (with a running server) when it fails to load.
+   */
+  async use(fileOrPath: string): Promise<ModelEntry> {
+    const { file, path } = resolveModelFile(this.dataDir, fileOrPath);
+    const exists = await stat(path).then((s) => s.isFile(), () => false);
+    if (!exists)
+      throw new AppError(
+        "not_found",
+        isAbsolute(file)
+          ? `${file} does not exist.`
+          : `No model named '${fileOrPath}' in ${modelsDir(this.dataDir)}. \`svc models list\` shows what is there; a path to a .gguf file elsewhere works too.`,
+        { code: "model_not_found" },
+      );
+    let summary: GgufSummary;
+    try {
+      summary = await readGgufSummary(path);
+    } catch (err) {
+      throw new AppError("invalid_request", (err as Error).message, { code: "invalid_model_file" });
+    }
+    const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    if (this.host)
+      try {
+        await this.host.load(this.load.loadOptions(path));
+        this.serving = this.seen;
+      } catch (err) {
+        this.restoreSetting(previous, this.seen);
+        throw err;
+      }
+    const size = await stat(path).then((s) => s.size, () => 0);
+    return {
+      file,
+      path,
+      sizeBytes: size,
+      active: true,
+      architecture: summary.architecture,
+      name: summary.name,
+      sizeLabel: summary.sizeLabel,
+      quantization: summary.quantization,
+      contextLength: summary.contextLength,
+      source: this.store.modelFiles.get(file)?.source ?? null,
+      error: null,
+    };
+  }
+
+  /** Makes a speech model (a name in the speech folder, or a path to a whisper.cpp file) the one transcripts use. */
+  async useSpeech(fileOrPath: string): Promise<ModelEntry> {
+    const text = fileOrPath.trim();
+    if (text === "") throw new AppError("invalid_request", "Name a speech model file (see `svc models list`).", { code: "invalid_model_name" });
+    const dir = speechModelsDir(this.dataDir);
+    const byPath = text.includes("/") || text.includes(sep) || isAbsolute(text);
+    let path = byPath ? resolve(text) : join(dir, text);
+    if (!byPath && !(await stat(path).then((s) => s.isFile(), () => false))) path = join(dir, `${text}.bin`);
+    const exists = await stat(path).then((s) => s.isFile(), () => false);
+    if (!exists)
+      throw new AppError("not_found", byPath ? `${path} does not exist.` : `No speech model named '${text}' in ${dir}. \`svc models list\` shows what is there.`, {
+        code: "model_not_found",
+      });
+    let summary: GgufSummary;
+    try {
+      summary = await speechSummary(path);
+    } catch (err) {
+      throw new AppError("invalid_request", `${basename(path)}: ${(err as Error).message}`, { code: "invalid_model_file" });
+    }
+    const file = resolve(dir, basename(path)) === path ? basename(path) : path;
+    this.store.settings.set(SPEECH_MODEL_SETTING, file);
+    return {
+      file,
+      path,
+      sizeBytes: (await stat(path)).size,
+      active: true,
+      architecture: summary.architecture,
+      name: null,
+      sizeLabel: summary.sizeLabel,
+      quantization: summary.quantization,
+      contextLength: null,
+      source: this.store.modelFiles.get(`speech/${file}`)?.source ?? null,
+      error: null,
+    };
+  }
+
+  /** Makes a pulled model the active one when none of its kind is, unless the pull said not to. */
+  activateIfNone(file: string, options: { activateIfNone?: boolean }, setting = ACTIVE_MODEL_SETTING): boolean {
+    if (options.activateIfNone === false || this.store.settings.get(setting)) return false;
+    this.store.settings.set(setting, file);
+    return true;
+  }
+
+  /** Clears the active setting of a kind (its model was removed); a server following it unloads. */
+  forget(kind: ModelKind): void {
+    this.store.settings.delete(kind === "speech" ? SPEECH_MODEL_SETTING : ACTIVE_MODEL_SETTING);
+  }
+
+  /**
+   * Follows the active-model setting: when another process (`svc models use`) changes it, the running server
+   * switches within `intervalMs`. Only for a server started without an explicit --model.
+   */
+  follow(intervalMs = DEFAULT_FOLLOW_INTERVAL_MS): void {
+    if (!this.host || this.timer) return;
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.serving = this.host.files().current ? this.seen : undefined;
+    this.timer = setInterval(() => {
+      if (this.applying) return;
+      const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+      if (sameSetting(row, this.seen)) return;
+      this.seen = row;
+      this.applying = this.apply(row).finally(() => (this.applying = null));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** Loads the active model again now (SIGHUP): the setting's file, or the current file for an explicit --model. */
+  async reload(): Promise<void> {
+    if (!this.host) return;
+    if (!this.timer) {
+      await this.host.reload().catch((err: unknown) => this.log("error", `Reload failed: ${(err as Error).message}`));
+      return;
+    }
+    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.seen = row;
+    await this.apply(row);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.applying;
+  }
+
+  private async apply(row: SettingRow | undefined): Promise<void> {
+    if (!this.host) return;
+    try {
+      if (!row) {
+        this.log("info", "The active model setting was cleared; unloading the model.");
+        await this.host.unload();
+        return;
+      }
+      this.log("info", `Active model: ${row.value}; loading it.`);
+      await this.host.load(this.load.loadOptions(modelPathOf(this.dataDir, row.value)));
+      this.serving = row;
+    } catch (err) {
+      this.log("error", `Could not switch to ${row?.value}: ${(err as Error).message}`);
+      // The setting names what the server runs: put back the model that is still serving.
+      if (row) this.restoreSetting(this.serving, row);
+    }
+  }
+
+  /** Puts `previous` back as the active setting, unless someone changed it again since `tried` was set. */
+  private restoreSetting(previous: SettingRow | undefined, tried: SettingRow | undefined): void {
+    if (!sameSetting(this.store.settings.get(ACTIVE_MODEL_SETTING), tried)) return;
+    if (previous && this.host?.files().current !== modelPathOf(this.dataDir, previous.value)) previous = undefined;
+    if (previous) this.store.settings.set(ACTIVE_MODEL_SETTING, previous.value);
+    else this.store.settings.delete(ACTIVE_MODEL_SETTING);
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.serving = this.seen;
+  }
+}
