@@ -1,3 +1,7 @@
+// Why one file (over 400 lines): it is `svc engine build` from end to end, and each part reads the others:
+// where node-llama-cpp keeps its source and builds, our C++ and patches put in and taken out, the identity
+// made from them, the store outside node_modules and the copy node-llama-cpp loads, finding, loading and
+// removing builds. Splitting it would scatter one lifecycle over files that all import each other.
 // `svc engine build`: node-llama-cpp's CPU binaries compiled again on this machine, from the llama.cpp
 // source node-llama-cpp ships, the way its own releases are built (a library per x64 CPU family, the one
 // for this CPU chosen at load; no OpenMP; no -march=native), with this machine's compiler.
