@@ -6,6 +6,8 @@
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
 //                             [--busy PERCENT] [--warmup-streams N (default 20)] [--gpu cuda|vulkan]
+//                             [--peer-args "LLAMA-SERVER OPTIONS"] (e.g. "-fa off": llama-server's flash
+//                             attention as ours with an f16 KV cache; docs/performance.md, section 24)
 // --busy runs another process for the whole run that keeps one core busy that share of the time (busy
 // 10 ms out of every 10 / PERCENT × 100 ms; 100: all the time): the browser or build a user's laptop runs
 // beside the server, and what spinning threads do then.
@@ -43,8 +45,14 @@ const { values } = parseArgs({
     busy: { type: "string" },
     "warmup-streams": { type: "string", default: "20" },
     gpu: { type: "string", default: "cpu" },
+    /**
+     * More llama-server options, space-separated, e.g. "-fa off" (its flash attention is "auto", on for the
+     * CPU; ours is off with an f16 KV cache) or "-ctk q8_0 -ctv q8_0" (ours takes q8_0 only where it must).
+     */
+    "peer-args": { type: "string", default: "" },
   },
 });
+const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
 const rounds = Number(values.rounds);
 const tokens = Number(values.tokens);
 const slots = Number(values.slots);
@@ -187,7 +195,7 @@ async function startOurs(model: string, threads: number): Promise<Target> {
 async function startPeer(binary: string, model: string, threads: number): Promise<Target> {
   const port = await freePort();
   // Same threads (generation and prompt), same slots, same tokens per slot; everything else upstream's defaults.
-  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(slots), "-c", String(slots * contextSize), "--no-webui", "--log-disable", ...(gpu === "cpu" ? [] : ["-ngl", "999"])];
+  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(slots), "-c", String(slots * contextSize), "--no-webui", "--log-disable", ...(gpu === "cpu" ? [] : ["-ngl", "999"]), ...peerArgs];
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -567,7 +575,7 @@ const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: st
 // Default: 1 thread, the server's own default and every core (the issue's columns), each once.
 const threadCounts = [...new Set((values.threads ?? `1,${svcDefault},${availableParallelism()}`).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
-log(`llama-server ${binary}\nmodel ${model}\n${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens} tokens; ${slots} slots of ${contextSize}`);
+log(`llama-server ${binary}${peerArgs.length ? ` (with ${peerArgs.join(" ")})` : ""}\nmodel ${model}\n${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens} tokens; ${slots} slots of ${contextSize}`);
 const busy = startBusy(busyPercent);
 process.on("exit", () => busy?.kill());
 const results: Result[] = [];
