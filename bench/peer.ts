@@ -7,7 +7,8 @@
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
 //                             [--busy PERCENT] [--warmup-streams N (default 20)] [--gpu cuda|vulkan]
 //                             [--peer-args "LLAMA-SERVER OPTIONS"] (e.g. "-fa off": llama-server's flash
-//                             attention as ours with an f16 KV cache; docs/performance.md, section 24)
+//                             attention as ours with an f16 KV cache) [--heads 8|4] (the generated model's
+//                             heads: 64 or 128 values each; docs/performance.md, section 24)
 // --busy runs another process for the whole run that keeps one core busy that share of the time (busy
 // 10 ms out of every 10 / PERCENT × 100 ms; 100: all the time): the browser or build a user's laptop runs
 // beside the server, and what spinning threads do then.
@@ -25,7 +26,7 @@ import { parseArgs } from "node:util";
 import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
-import { ensurePeerModel } from "./peer-model.js";
+import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { buildVocab } from "../resources/test-model/tiny-model.js";
 
 const { values } = parseArgs({
@@ -50,6 +51,11 @@ const { values } = parseArgs({
      * CPU; ours is off with an f16 KV cache) or "-ctk q8_0 -ctv q8_0" (ours takes q8_0 only where it must).
      */
     "peer-args": { type: "string", default: "" },
+    /**
+     * Attention heads of the generated model (n_embd 512): 8 (head size 64, the default and the history's
+     * model) or 4 (head size 128, as Llama 3 and Qwen3 have). Ignored with --model.
+     */
+    heads: { type: "string", default: "8" },
   },
 });
 const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
@@ -569,7 +575,14 @@ function report(results: Result[]): string {
 }
 
 const binary = values["llama-server"] ?? ensureLlamaServer(log);
-const model = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf"));
+const heads = Number(values.heads);
+if (!(heads === 8 || heads === 4)) throw new Error(`--heads takes 8 or 4, not ${values.heads}`);
+const model = values.model ?? ensurePeerModel(join(PEER_CACHE, heads === 8 ? "model.gguf" : `model-h${heads}.gguf`), { ...PEER_MODEL, nHead: heads });
+// llama.cpp's F16 dot product handles 128 values a loop with AVX512-FP16 and the rest one by one: on such a
+// CPU a llama-server built with -march=native (as this bench builds it) takes the attention of heads of 64
+// values without SIMD, and is slower for it than on heads of 128 (docs/performance.md, section 24).
+if (!values.model && heads === 8 && /\bavx512_fp16\b/.test((() => { try { return readFileSync("/proc/cpuinfo", "utf8"); } catch { return ""; } })()))
+  log("note: this CPU has AVX512-FP16, so llama-server's -march=native build computes the attention of this model's 64-value heads without SIMD (section 24); --heads 4 for heads of 128");
 // What `svc serve` picks for this model without --threads (its decodes on one libuv pool thread).
 const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(model).size, poolThreads: 1, offload: gpu === "cpu" ? "none" : "full" });
 // Default: 1 thread, the server's own default and every core (the issue's columns), each once.
