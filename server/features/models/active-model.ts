@@ -17,6 +17,14 @@ export const ACTIVE_MODEL_SETTING = "active_model";
 export const SPEECH_MODEL_SETTING = "speech_model";
 export const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
 
+function settingOf(kind: ModelKind): string {
+  return kind === "speech" ? SPEECH_MODEL_SETTING : ACTIVE_MODEL_SETTING;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then((s) => s.isFile(), () => false);
+}
+
 function sameSetting(a: SettingRow | undefined, b: SettingRow | undefined): boolean {
   return a?.value === b?.value && a?.updated_at === b?.updated_at;
 }
@@ -51,31 +59,55 @@ export class ActiveModel {
     this.load = options.load;
   }
 
-  /** The active model from the setting, resolved to a path; null when none is set. */
-  active(): { file: string; path: string } | null {
-    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    return row ? { file: row.value, path: modelPathOf(this.dataDir, row.value) } : null;
-  }
-
   /**
-   * The speech model for transcripts, resolved to a path; null when none is set (audio and video uploads then
-   * say that no transcript is available). Read at every extraction, so a pull or use in another process counts.
+   * The active model of a kind from its setting, resolved to a path; null when none is set. The speech model
+   * (transcripts) is read at every extraction, so a pull or use in another process counts; without one, audio
+   * and video uploads say that no transcript is available.
    */
-  speechModel(): { file: string; path: string } | null {
-    const row = this.store.settings.get(SPEECH_MODEL_SETTING);
+  active(kind: ModelKind = "llm"): { file: string; path: string } | null {
+    const row = this.store.settings.get(settingOf(kind));
     if (!row) return null;
-    return { file: row.value, path: isAbsolute(row.value) ? row.value : join(speechModelsDir(this.dataDir), row.value) };
+    if (kind === "speech") return { file: row.value, path: isAbsolute(row.value) ? row.value : join(speechModelsDir(this.dataDir), row.value) };
+    return { file: row.value, path: modelPathOf(this.dataDir, row.value) };
   }
 
   /**
-   * Makes a model the active one: `svc serve` loads it at start, and a running server switches to it (at
-   * once through this call, or within a few seconds when another process sets it). Throws AppError when the
-   * file is missing or not a GGUF model, or (with a running server) when it fails to load.
+   * Makes a model the active one of its kind: a language model (a name in the models folder, or a path to a
+   * GGUF file) is the one `svc serve` loads at start, and a running server switches to it (at once through
+   * this call, or as soon as another process sets it); a speech model (a name in the speech folder, or a path
+   * to a whisper.cpp file) is the one transcripts use. Throws AppError when the file is missing or not a model
+   * of that kind, or (with a running server) when a language model fails to load.
    */
-  async use(fileOrPath: string): Promise<ModelEntry> {
+  async use(fileOrPath: string, kind: ModelKind = "llm"): Promise<ModelEntry> {
+    const { file, path } = kind === "speech" ? await this.locateSpeech(fileOrPath) : await this.locateLlm(fileOrPath);
+    let summary: GgufSummary;
+    try {
+      summary = kind === "speech" ? await speechSummary(path) : await readGgufSummary(path);
+    } catch (err) {
+      const message = (err as Error).message;
+      throw new AppError("invalid_request", kind === "speech" ? `${basename(path)}: ${message}` : message, { code: "invalid_model_file" });
+    }
+    if (kind === "speech") this.store.settings.set(SPEECH_MODEL_SETTING, file);
+    else await this.switchTo(file, path);
+    return {
+      file,
+      path,
+      sizeBytes: await stat(path).then((s) => s.size, () => 0),
+      active: true,
+      architecture: summary.architecture,
+      name: summary.name,
+      sizeLabel: summary.sizeLabel,
+      quantization: summary.quantization,
+      contextLength: summary.contextLength,
+      source: this.store.modelFiles.get(kind === "speech" ? `speech/${file}` : file)?.source ?? null,
+      error: null,
+    };
+  }
+
+  /** A language model by its name in the models folder (".gguf" may be left off), or a path to a file anywhere. */
+  private async locateLlm(fileOrPath: string): Promise<{ file: string; path: string }> {
     const { file, path } = resolveModelFile(this.dataDir, fileOrPath);
-    const exists = await stat(path).then((s) => s.isFile(), () => false);
-    if (!exists)
+    if (!(await isFile(path)))
       throw new AppError(
         "not_found",
         isAbsolute(file)
@@ -83,85 +115,49 @@ export class ActiveModel {
           : `No model named '${fileOrPath}' in ${modelsDir(this.dataDir)}. \`svc models list\` shows what is there; a path to a .gguf file elsewhere works too.`,
         { code: "model_not_found" },
       );
-    let summary: GgufSummary;
-    try {
-      summary = await readGgufSummary(path);
-    } catch (err) {
-      throw new AppError("invalid_request", (err as Error).message, { code: "invalid_model_file" });
-    }
-    const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
-    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    if (this.host)
-      try {
-        await this.host.load(this.load.loadOptions(path));
-        this.serving = this.seen;
-      } catch (err) {
-        this.restoreSetting(previous, this.seen);
-        throw err;
-      }
-    const size = await stat(path).then((s) => s.size, () => 0);
-    return {
-      file,
-      path,
-      sizeBytes: size,
-      active: true,
-      architecture: summary.architecture,
-      name: summary.name,
-      sizeLabel: summary.sizeLabel,
-      quantization: summary.quantization,
-      contextLength: summary.contextLength,
-      source: this.store.modelFiles.get(file)?.source ?? null,
-      error: null,
-    };
+    return { file, path };
   }
 
-  /** Makes a speech model (a name in the speech folder, or a path to a whisper.cpp file) the one transcripts use. */
-  async useSpeech(fileOrPath: string): Promise<ModelEntry> {
+  /** A speech model by its name in the speech folder (".bin" may be left off), or a path to a file anywhere. */
+  private async locateSpeech(fileOrPath: string): Promise<{ file: string; path: string }> {
     const text = fileOrPath.trim();
     if (text === "") throw new AppError("invalid_request", "Name a speech model file (see `svc models list`).", { code: "invalid_model_name" });
     const dir = speechModelsDir(this.dataDir);
     const byPath = text.includes("/") || text.includes(sep) || isAbsolute(text);
     let path = byPath ? resolve(text) : join(dir, text);
-    if (!byPath && !(await stat(path).then((s) => s.isFile(), () => false))) path = join(dir, `${text}.bin`);
-    const exists = await stat(path).then((s) => s.isFile(), () => false);
-    if (!exists)
+    if (!byPath && !(await isFile(path))) path = join(dir, `${text}.bin`);
+    if (!(await isFile(path)))
       throw new AppError("not_found", byPath ? `${path} does not exist.` : `No speech model named '${text}' in ${dir}. \`svc models list\` shows what is there.`, {
         code: "model_not_found",
       });
-    let summary: GgufSummary;
+    return { file: resolve(dir, basename(path)) === path ? basename(path) : path, path };
+  }
+
+  /** Sets the active language model and switches the running server to it; a failed switch puts the setting back. */
+  private async switchTo(file: string, path: string): Promise<void> {
+    const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    if (!this.host) return;
     try {
-      summary = await speechSummary(path);
+      await this.host.load(this.load.loadOptions(path));
+      this.serving = this.seen;
     } catch (err) {
-      throw new AppError("invalid_request", `${basename(path)}: ${(err as Error).message}`, { code: "invalid_model_file" });
+      this.restoreSetting(previous, this.seen);
+      throw err;
     }
-    const file = resolve(dir, basename(path)) === path ? basename(path) : path;
-    this.store.settings.set(SPEECH_MODEL_SETTING, file);
-    return {
-      file,
-      path,
-      sizeBytes: (await stat(path)).size,
-      active: true,
-      architecture: summary.architecture,
-      name: null,
-      sizeLabel: summary.sizeLabel,
-      quantization: summary.quantization,
-      contextLength: null,
-      source: this.store.modelFiles.get(`speech/${file}`)?.source ?? null,
-      error: null,
-    };
   }
 
   /** Makes a pulled model the active one when none of its kind is, unless the pull said not to. */
-  activateIfNone(file: string, options: { activateIfNone?: boolean }, setting = ACTIVE_MODEL_SETTING): boolean {
-    if (options.activateIfNone === false || this.store.settings.get(setting)) return false;
-    this.store.settings.set(setting, file);
+  activateIfNone(file: string, options: { activateIfNone?: boolean }, kind: ModelKind = "llm"): boolean {
+    if (options.activateIfNone === false || this.store.settings.get(settingOf(kind))) return false;
+    this.store.settings.set(settingOf(kind), file);
     return true;
   }
 
   /** Clears the active setting of a kind (its model was removed); a server following it unloads. */
   forget(kind: ModelKind): void {
-    this.store.settings.delete(kind === "speech" ? SPEECH_MODEL_SETTING : ACTIVE_MODEL_SETTING);
+    this.store.settings.delete(settingOf(kind));
   }
 
   /**

@@ -91,27 +91,13 @@ export class ModelsService {
     return this.catalogue.needsModel();
   }
 
-  /** The active model from the setting, resolved to a path; null when none is set. */
-  active(): { file: string; path: string } | null {
-    return this.activeModel.active();
-  }
-
   /**
-   * The speech model for transcripts, resolved to a path; null when none is set (audio and video uploads then
-   * say that no transcript is available). Read at every extraction, so a pull or use in another process counts.
+   * The active model of a kind, resolved to a path; null when none is set. Without a speech model, audio and
+   * video uploads say that no transcript is available; it is read at every extraction, so a pull or use in
+   * another process counts.
    */
-  speechModel(): { file: string; path: string } | null {
-    return this.activeModel.speechModel();
-  }
-
-  /** Makes a speech model (a name in the speech folder, or a path to a whisper.cpp file) the one transcripts use. */
-  async useSpeech(fileOrPath: string): Promise<ModelEntry> {
-    return this.activeModel.useSpeech(fileOrPath);
-  }
-
-  /** Deletes a speech model from its folder (or its download in progress); the one in use only with `force`. */
-  async removeSpeech(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
-    return this.catalogue.removeSpeech(fileOrName, options);
+  active(kind: ModelKind = "llm"): { file: string; path: string } | null {
+    return this.activeModel.active(kind);
   }
 
   async list(): Promise<ModelList> {
@@ -119,19 +105,20 @@ export class ModelsService {
   }
 
   /**
-   * Makes a model the active one: `svc serve` loads it at start, and a running server switches to it (at
-   * once through this call, or within a few seconds when another process sets it). Throws AppError when the
-   * file is missing or not a GGUF model, or (with a running server) when it fails to load.
+   * Makes a model the active one of its kind (a language model unless `kind` says speech): `svc serve` loads
+   * the language model at start, and a running server switches to it (at once through this call, or as soon
+   * as another process sets it); transcripts use the speech model. Throws AppError when the file is missing
+   * or not a model of that kind, or (with a running server) when a language model fails to load.
    */
-  async use(fileOrPath: string): Promise<ModelEntry> {
-    return this.activeModel.use(fileOrPath);
+  async use(fileOrPath: string, options: { kind?: ModelKind } = {}): Promise<ModelEntry> {
+    return this.activeModel.use(fileOrPath, options.kind ?? "llm");
   }
 
   /**
-   * Deletes a model from the models folder (all parts of a split model), or a download in progress. The
-   * active model is only removed with `force`, which also clears the setting (a server following it unloads).
+   * Deletes a model of a kind from its folder (all parts of a split model), or its download in progress. The
+   * active one is only removed with `force`, which also clears the setting (a server following it unloads).
    */
-  async remove(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+  async remove(fileOrName: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
     return this.catalogue.remove(fileOrName, options);
   }
 
