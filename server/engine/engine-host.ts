@@ -9,9 +9,13 @@
 // `restartLimit` times within a minute are not started again: the host says why, with the last native line.
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
-import { currentGpu, type LlamaEngineOptions } from "./llama-engine.js";
+import { currentGpu, detectGpu, type LlamaEngineOptions } from "./llama-engine.js";
 import { ProcessEngine } from "./process-engine.js";
+import type { GpuPreference } from "./resource-plan.js";
 import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
+
+// What a load takes: callers above the engine name it through the host, never the concrete engine's module.
+export type { LlamaEngineOptions };
 
 export const NO_MODEL_MESSAGE =
   "No model is loaded. Start the server with --model PATH.gguf (or set SVC_MODEL), " +
@@ -246,6 +250,14 @@ export class EngineHost {
     });
     const fresh = await Promise.race([query, new Promise<null>((resolve) => setTimeout(() => resolve(null), GPU_WAIT_MS).unref())]);
     return fresh ?? this.lastGpu ?? this.status().gpu;
+  }
+
+  /**
+   * What the runtime would run on with this GPU preference, where there is no host (the CLI's hardware
+   * report): it loads the runtime in this process. A host answers gpuNow() instead.
+   */
+  static detectGpu(preference: GpuPreference = "auto"): Promise<GpuInfo> {
+    return detectGpu(preference);
   }
 
   /** Records what GPU detection found before any model is loaded. */

@@ -199,7 +199,7 @@ async function benchThreads(dataDir: string, values: Values): Promise<number> {
     if (!active) throw new AppError("invalid_request", "No active model to measure: pass --model FILE or run `svc models use` first.");
     return active.path;
   });
-  const { benchmarkThreads } = await import("./thread-bench.js");
+  const { benchmarkThreads } = await import("../../engine/thread-bench.js");
   console.error(`Measuring generation speed of ${modelPath} on the CPU (${tokens} tokens per run) ...`);
   const results = await benchmarkThreads({ modelPath, threads: counts.length > 0 ? counts : undefined, tokens });
   const best = results.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));

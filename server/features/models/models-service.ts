@@ -10,8 +10,7 @@
 //   load-settings.ts    how a model loads: GPU preference, warm start, a model's own settings
 // and this class builds them over one store, data dir and engine host, and hands each call to its owner.
 import { availableParallelism, freemem, totalmem } from "node:os";
-import type { EngineHost, HostLog } from "../../engine/engine-host.js";
-import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
+import { EngineHost, type HostLog, type LlamaEngineOptions } from "../../engine/engine-host.js";
 import { WARM_START_MAX_BYTES, type WarmPrefix } from "../../engine/warm-start.js";
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
@@ -189,7 +188,7 @@ export class ModelsService {
   }
 
   async hardware(): Promise<HardwareReport> {
-    const gpu = this.host ? await this.host.gpuNow() : await detectGpu(this.settings.gpuPreference()).catch(() => null);
+    const gpu = this.host ? await this.host.gpuNow() : await EngineHost.detectGpu(this.settings.gpuPreference()).catch(() => null);
     const cores = availableParallelism();
     return { gpu, cpuCores: cores, defaultThreads: chooseThreads({ cores }), ramTotalBytes: totalmem(), ramFreeBytes: freemem() };
   }
