@@ -1,13 +1,16 @@
 // Which model is active, for the setting and the engine together: the one owner of ACTIVE_MODEL_SETTING
 // (and SPEECH_MODEL_SETTING, which no engine loads). `use` sets it and switches the running server, putting
 // the setting back when the switch fails; `follow` switches when another process (`svc models use`)
-// changes it; a pull may make its model active when none is; a removal of the active model clears it.
+// changes it, told by a marker file that every write of the setting touches and a following server watches
+// (a push, not a poll); a pull may make its model active when none is; a removal of the active model clears it.
+import { watch, writeFileSync, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, isAbsolute, join, resolve, sep } from "node:path";
 import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
 import { readGgufSummary, type GgufSummary } from "../../engine/gguf-inspect.js";
 import type { SettingRow } from "../../store/settings-repository.js";
+import { PRIVATE_FILE_MODE } from "../../store/file-modes.js";
 import type { Store } from "../../store/store.js";
 import type { LoadSettings } from "./load-settings.js";
 import { modelPathOf, modelsDir, resolveModelFile, speechModelsDir, speechSummary, type ModelEntry, type ModelKind } from "./models-folder.js";
@@ -15,7 +18,19 @@ import { modelPathOf, modelsDir, resolveModelFile, speechModelsDir, speechSummar
 export const ACTIVE_MODEL_SETTING = "active_model";
 /** The speech model (a file in <data-dir>/models/speech) that transcribes audio and video uploads. */
 export const SPEECH_MODEL_SETTING = "speech_model";
-export const DEFAULT_FOLLOW_INTERVAL_MS = 2_000;
+/**
+ * A file in the data dir that every writer of ACTIVE_MODEL_SETTING rewrites after the write, so that a
+ * running server in another process, which watches it, switches at once. It holds only the time of the write.
+ */
+export const ACTIVE_MODEL_MARKER = "active-model.changed";
+/** Where fs.watch is unsupported: how often a following server reads the setting instead. */
+export const FALLBACK_POLL_MS = 5_000;
+/** How long a burst of marker events is let settle before the setting is read. */
+const DEBOUNCE_MS = 50;
+
+function markerPath(dataDir: string): string {
+  return join(dataDir, ACTIVE_MODEL_MARKER);
+}
 
 function settingOf(kind: ModelKind): string {
   return kind === "speech" ? SPEECH_MODEL_SETTING : ACTIVE_MODEL_SETTING;
@@ -45,7 +60,13 @@ export class ActiveModel {
   private readonly host: EngineHost | undefined;
   private readonly log: HostLog;
   private readonly load: LoadSettings;
-  private timer: NodeJS.Timeout | null = null;
+  private following = false;
+  private watcher: FSWatcher | null = null;
+  private debounce: NodeJS.Timeout | null = null;
+  /** Only where fs.watch is unsupported. */
+  private poll: NodeJS.Timeout | null = null;
+  /** The setting changed while a switch ran. */
+  private recheck = false;
   /** The setting as last read, and the setting of the model that is serving. */
   private seen: SettingRow | undefined;
   private serving: SettingRow | undefined;
@@ -136,7 +157,7 @@ export class ActiveModel {
   /** Sets the active language model and switches the running server to it; a failed switch puts the setting back. */
   private async switchTo(file: string, path: string): Promise<void> {
     const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    this.write(file);
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     if (!this.host) return;
     try {
@@ -151,37 +172,36 @@ export class ActiveModel {
   /** Makes a pulled model the active one when none of its kind is, unless the pull said not to. */
   activateIfNone(file: string, options: { activateIfNone?: boolean }, kind: ModelKind = "llm"): boolean {
     if (options.activateIfNone === false || this.store.settings.get(settingOf(kind))) return false;
-    this.store.settings.set(settingOf(kind), file);
+    if (kind === "speech") this.store.settings.set(SPEECH_MODEL_SETTING, file);
+    else this.write(file);
     return true;
   }
 
   /** Clears the active setting of a kind (its model was removed); a server following it unloads. */
   forget(kind: ModelKind): void {
-    this.store.settings.delete(settingOf(kind));
+    if (kind === "speech") this.store.settings.delete(SPEECH_MODEL_SETTING);
+    else this.write(null);
   }
 
   /**
    * Follows the active-model setting: when another process (`svc models use`) changes it, the running server
-   * switches within `intervalMs`. Only for a server started without an explicit --model.
+   * switches as soon as that process has written it. Every writer of the setting touches a marker file in the
+   * data dir (ACTIVE_MODEL_MARKER), and this watches it (fs.watch); only where the platform cannot watch a file
+   * does it read the setting every FALLBACK_POLL_MS. Only for a server started without an explicit --model.
    */
-  follow(intervalMs = DEFAULT_FOLLOW_INTERVAL_MS): void {
-    if (!this.host || this.timer) return;
+  follow(): void {
+    if (!this.host || this.following) return;
+    this.following = true;
+    // Watch first, then read: a change written in between is seen by the watch.
+    this.watchMarker();
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     this.serving = this.host.files().current ? this.seen : undefined;
-    this.timer = setInterval(() => {
-      if (this.applying) return;
-      const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
-      if (sameSetting(row, this.seen)) return;
-      this.seen = row;
-      this.applying = this.apply(row).finally(() => (this.applying = null));
-    }, intervalMs);
-    this.timer.unref();
   }
 
   /** Loads the active model again now (SIGHUP): the setting's file, or the current file for an explicit --model. */
   async reload(): Promise<void> {
     if (!this.host) return;
-    if (!this.timer) {
+    if (!this.following) {
       await this.host.reload().catch((err: unknown) => this.log("error", `Reload failed: ${(err as Error).message}`));
       return;
     }
@@ -191,9 +211,83 @@ export class ActiveModel {
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.following = false;
+    this.watcher?.close();
+    this.watcher = null;
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = null;
     await this.applying;
+  }
+
+  /** Sets (or, with null, clears) the active language model, and tells a following server through the marker. */
+  private write(file: string | null): void {
+    if (file === null) this.store.settings.delete(ACTIVE_MODEL_SETTING);
+    else this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+    try {
+      writeFileSync(markerPath(this.dataDir), `${Date.now()}\n`, { mode: PRIVATE_FILE_MODE });
+    } catch (err) {
+      // The setting is written; a following server sees it at its next start or SIGHUP.
+      this.log("warn", `Could not touch ${markerPath(this.dataDir)}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Watches the marker file; falls back to a slow poll of the setting where fs.watch is unsupported. */
+  private watchMarker(): void {
+    if (!this.following) return;
+    const marker = markerPath(this.dataDir);
+    try {
+      // The file must exist to be watched; a writer later rewrites it in place (the same inode).
+      writeFileSync(marker, "", { flag: "a", mode: PRIVATE_FILE_MODE });
+      const watcher = watch(marker, { persistent: false }, (event) => {
+        this.changedSoon();
+        // Deleted or replaced: watch the new file (a writer creates it again).
+        if (event === "rename") this.rewatch(watcher);
+      });
+      watcher.on("error", () => this.rewatch(watcher));
+      this.watcher = watcher;
+    } catch (err) {
+      this.log("debug", `Cannot watch ${marker} (${(err as Error).message}); reading the active-model setting every ${FALLBACK_POLL_MS / 1000} s instead.`);
+      this.poll ??= setInterval(() => this.check(), FALLBACK_POLL_MS);
+      this.poll.unref();
+    }
+  }
+
+  private rewatch(watcher: FSWatcher): void {
+    if (this.watcher !== watcher) return;
+    watcher.close();
+    this.watcher = null;
+    this.watchMarker();
+  }
+
+  /** A marker event: writes come in bursts (truncate, write), so read the setting once they settle. */
+  private changedSoon(): void {
+    if (this.debounce) return;
+    this.debounce = setTimeout(() => {
+      this.debounce = null;
+      this.check();
+    }, DEBOUNCE_MS);
+    this.debounce.unref();
+  }
+
+  /** Switches when the setting differs from the one last seen; a change during a switch is checked after it. */
+  private check(): void {
+    if (!this.following) return;
+    if (this.applying) {
+      this.recheck = true;
+      return;
+    }
+    const row = this.store.settings.get(ACTIVE_MODEL_SETTING);
+    if (sameSetting(row, this.seen)) return;
+    this.seen = row;
+    this.applying = this.apply(row).finally(() => {
+      this.applying = null;
+      if (this.recheck) {
+        this.recheck = false;
+        this.check();
+      }
+    });
   }
 
   private async apply(row: SettingRow | undefined): Promise<void> {
@@ -218,8 +312,7 @@ export class ActiveModel {
   private restoreSetting(previous: SettingRow | undefined, tried: SettingRow | undefined): void {
     if (!sameSetting(this.store.settings.get(ACTIVE_MODEL_SETTING), tried)) return;
     if (previous && this.host?.files().current !== modelPathOf(this.dataDir, previous.value)) previous = undefined;
-    if (previous) this.store.settings.set(ACTIVE_MODEL_SETTING, previous.value);
-    else this.store.settings.delete(ACTIVE_MODEL_SETTING);
+    this.write(previous ? previous.value : null);
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     this.serving = this.seen;
   }

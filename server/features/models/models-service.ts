@@ -15,14 +15,14 @@ import { WARM_START_MAX_BYTES, type WarmPrefix } from "../../engine/warm-start.j
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
 import type { Store } from "../../store/store.js";
-import { ActiveModel, DEFAULT_FOLLOW_INTERVAL_MS } from "./active-model.js";
+import { ActiveModel } from "./active-model.js";
 import { LoadSettings, type ModelLoadSettings, type WarmStartState } from "./load-settings.js";
 import { ModelCatalogue, type ModelList } from "./model-catalogue.js";
 import { ModelDownloads, type PullOptions, type PullResult } from "./model-downloads.js";
 import type { RecommendedModel } from "./model-sources.js";
 import type { ModelEntry, ModelKind } from "./models-folder.js";
 
-export { ACTIVE_MODEL_SETTING, SPEECH_MODEL_SETTING } from "./active-model.js";
+export { ACTIVE_MODEL_MARKER, ACTIVE_MODEL_SETTING, SPEECH_MODEL_SETTING } from "./active-model.js";
 export { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, MODEL_SETTINGS_PREFIX, parseModelLoadSettings } from "./load-settings.js";
 export type { ModelLoadSettings, WarmStartState } from "./load-settings.js";
 export type { ModelList, PartialDownload } from "./model-catalogue.js";
@@ -195,10 +195,11 @@ export class ModelsService {
 
   /**
    * Follows the active-model setting: when another process (`svc models use`) changes it, the running server
-   * switches within `intervalMs`. Only for a server started without an explicit --model.
+   * switches as soon as it is written (a watched marker file, not a poll). Only for a server started without
+   * an explicit --model.
    */
-  follow(intervalMs = DEFAULT_FOLLOW_INTERVAL_MS): void {
-    this.activeModel.follow(intervalMs);
+  follow(): void {
+    this.activeModel.follow();
   }
 
   /** Loads the active model again now (SIGHUP): the setting's file, or the current file for an explicit --model. */
