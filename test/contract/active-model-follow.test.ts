@@ -109,3 +109,53 @@ describe("following the active model", () => {
     expect(server.active()?.file).toBe("b.gguf");
   });
 });
+
+describe("a failed switch puts back the engine and the setting together", () => {
+  it("through use: the old model serves again and stays the active one; the error says so", async () => {
+    fixture = setup();
+    const { server, host, loads, dataDir, failing } = fixture;
+    const a = join(dataDir, "models", "a.gguf");
+    const b = join(dataDir, "models", "b.gguf");
+    await server.use("a.gguf");
+    failing.add(b);
+    const error = await server.use("b.gguf").then(
+      () => null,
+      (err: unknown) => err as Error & { code?: string },
+    );
+    expect(error).toMatchObject({ kind: "unavailable", code: "model_load_failed" });
+    expect(error?.message).toMatch(/Could not switch to .*b\.gguf: llama\.cpp cannot load .* Still serving .*a\.gguf/);
+    expect(loads).toEqual([a, b, a]);
+    expect(host.files()).toEqual({ current: a, pending: null });
+    expect(server.active()?.file).toBe("a.gguf");
+    expect(host.status().error).toContain("Still serving");
+  });
+
+  it("when the old model cannot come back either, no model is loaded and none is active", async () => {
+    fixture = setup();
+    const { server, host, dataDir, failing } = fixture;
+    await server.use("a.gguf");
+    failing.add(join(dataDir, "models", "b.gguf"));
+    failing.add(join(dataDir, "models", "a.gguf"));
+    await expect(server.use("b.gguf")).rejects.toMatchObject({ code: "model_load_failed" });
+    expect(host.files().current).toBeNull();
+    expect(host.status().error).toMatch(/Could not switch to .*b\.gguf.*Loading .*a\.gguf again failed too/);
+    expect(server.active()).toBeNull();
+  });
+
+  it("through follow: another process's choice that fails to load leaves the old model serving and active", async () => {
+    fixture = setup();
+    const { server, host, loads, dataDir, failing } = fixture;
+    const a = join(dataDir, "models", "a.gguf");
+    const b = join(dataDir, "models", "b.gguf");
+    await server.use("a.gguf");
+    server.follow();
+    failing.add(b);
+    const cli = fixture.cli();
+    await cli.use("b.gguf");
+    await until(() => loads.length === 3, "the switch and the restore", 5_000);
+    await until(() => host.files().pending === null && cli.active()?.file === "a.gguf", "the setting to be put back", 5_000);
+    expect(loads).toEqual([a, b, a]);
+    expect(host.files().current).toBe(a);
+    expect(server.active()?.file).toBe("a.gguf");
+  });
+});

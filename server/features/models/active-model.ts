@@ -7,7 +7,7 @@ import { watch, writeFileSync, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, isAbsolute, join, resolve, sep } from "node:path";
 import { AppError } from "../../core/errors.js";
-import type { EngineHost, HostLog } from "../../engine/engine-host.js";
+import { SwitchFailure, type EngineHost, type HostLog } from "../../engine/engine-host.js";
 import { readGgufSummary, type GgufSummary } from "../../engine/gguf-inspect.js";
 import type { SettingRow } from "../../store/settings-repository.js";
 import { PRIVATE_FILE_MODE } from "../../store/file-modes.js";
@@ -154,19 +154,32 @@ export class ActiveModel {
     return { file: resolve(dir, basename(path)) === path ? basename(path) : path, path };
   }
 
-  /** Sets the active language model and switches the running server to it; a failed switch puts the setting back. */
+  /** Sets the active language model and switches the running server to it (see switchEngine). */
   private async switchTo(file: string, path: string): Promise<void> {
     const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
     this.write(file);
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    if (!this.host) return;
-    try {
-      await this.host.load(this.load.loadOptions(path));
-      this.serving = this.seen;
-    } catch (err) {
-      this.restoreSetting(previous, this.seen);
-      throw err;
-    }
+    if (this.host) await this.switchEngine(this.host, path, previous, this.seen);
+  }
+
+  /**
+   * Switches the running server to `path`, the model the setting now names (`tried`), as one turn of the
+   * host's queue. A failed switch is undone here, the engine and the setting together: the model that was
+   * serving loads again, then the setting goes back to what serves (`previous`, or none when that did not
+   * come back), unless someone set it again meanwhile. Rejects with the error that reports the switch.
+   */
+  private async switchEngine(host: EngineHost, path: string, previous: SettingRow | undefined, tried: SettingRow | undefined): Promise<void> {
+    await host.exclusively(async (turn) => {
+      try {
+        await turn.load(this.load.loadOptions(path));
+        this.serving = tried;
+      } catch (err) {
+        // A SwitchFailure unloaded the old model: load it again (restore always rejects, with what to report).
+        const failure = err instanceof SwitchFailure ? await turn.restore(err).catch((restored: unknown) => restored) : err;
+        this.restoreSetting(previous, tried);
+        throw failure;
+      }
+    });
   }
 
   /** Makes a pulled model the active one when none of its kind is, unless the pull said not to. */
@@ -299,16 +312,17 @@ export class ActiveModel {
         return;
       }
       this.log("info", `Active model: ${row.value}; loading it.`);
-      await this.host.load(this.load.loadOptions(modelPathOf(this.dataDir, row.value)));
-      this.serving = row;
+      // The setting names what the server runs: a failed switch puts back the model that was serving.
+      await this.switchEngine(this.host, modelPathOf(this.dataDir, row.value), this.serving, row);
     } catch (err) {
       this.log("error", `Could not switch to ${row?.value}: ${(err as Error).message}`);
-      // The setting names what the server runs: put back the model that is still serving.
-      if (row) this.restoreSetting(this.serving, row);
     }
   }
 
-  /** Puts `previous` back as the active setting, unless someone changed it again since `tried` was set. */
+  /**
+   * Puts `previous` back as the active setting, unless someone changed it again since `tried` was set; none
+   * when the engine does not serve `previous` (its load failed too). Only in a switch's turn (switchEngine).
+   */
   private restoreSetting(previous: SettingRow | undefined, tried: SettingRow | undefined): void {
     if (!sameSetting(this.store.settings.get(ACTIVE_MODEL_SETTING), tried)) return;
     if (previous && this.host?.files().current !== modelPathOf(this.dataDir, previous.value)) previous = undefined;
