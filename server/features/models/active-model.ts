@@ -108,7 +108,7 @@ export class ActiveModel {
       const message = (err as Error).message;
       throw new AppError("invalid_request", kind === "speech" ? `${basename(path)}: ${message}` : message, { code: "invalid_model_file" });
     }
-    if (kind === "speech") this.store.settings.set(SPEECH_MODEL_SETTING, file);
+    if (kind === "speech") this.write("speech", file);
     else await this.switchTo(file, path);
     return {
       file,
@@ -157,7 +157,7 @@ export class ActiveModel {
   /** Sets the active language model and switches the running server to it (see switchEngine). */
   private async switchTo(file: string, path: string): Promise<void> {
     const previous = this.store.settings.get(ACTIVE_MODEL_SETTING);
-    this.write(file);
+    this.write("llm", file);
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     if (this.host) await this.switchEngine(this.host, path, previous, this.seen);
   }
@@ -185,15 +185,13 @@ export class ActiveModel {
   /** Makes a pulled model the active one when none of its kind is, unless the pull said not to. */
   activateIfNone(file: string, options: { activateIfNone?: boolean }, kind: ModelKind = "llm"): boolean {
     if (options.activateIfNone === false || this.store.settings.get(settingOf(kind))) return false;
-    if (kind === "speech") this.store.settings.set(SPEECH_MODEL_SETTING, file);
-    else this.write(file);
+    this.write(kind, file);
     return true;
   }
 
   /** Clears the active setting of a kind (its model was removed); a server following it unloads. */
   forget(kind: ModelKind): void {
-    if (kind === "speech") this.store.settings.delete(SPEECH_MODEL_SETTING);
-    else this.write(null);
+    this.write(kind, null);
   }
 
   /**
@@ -234,10 +232,14 @@ export class ActiveModel {
     await this.applying;
   }
 
-  /** Sets (or, with null, clears) the active language model, and tells a following server through the marker. */
-  private write(file: string | null): void {
-    if (file === null) this.store.settings.delete(ACTIVE_MODEL_SETTING);
-    else this.store.settings.set(ACTIVE_MODEL_SETTING, file);
+  /**
+   * Sets (or, with null, clears) the active model of a kind: the only writes of these settings. A following
+   * server is told of a language model's through the marker; the speech model is read at each extraction.
+   */
+  private write(kind: ModelKind, file: string | null): void {
+    if (file === null) this.store.settings.delete(settingOf(kind));
+    else this.store.settings.set(settingOf(kind), file);
+    if (kind === "speech") return;
     try {
       writeFileSync(markerPath(this.dataDir), `${Date.now()}\n`, { mode: PRIVATE_FILE_MODE });
     } catch (err) {
@@ -326,7 +328,7 @@ export class ActiveModel {
   private restoreSetting(previous: SettingRow | undefined, tried: SettingRow | undefined): void {
     if (!sameSetting(this.store.settings.get(ACTIVE_MODEL_SETTING), tried)) return;
     if (previous && this.host?.files().current !== modelPathOf(this.dataDir, previous.value)) previous = undefined;
-    this.write(previous ? previous.value : null);
+    this.write("llm", previous ? previous.value : null);
     this.seen = this.store.settings.get(ACTIVE_MODEL_SETTING);
     this.serving = this.seen;
   }
