@@ -78,6 +78,13 @@ module.exports = {
       to: { path: "^server/pipeline/" },
     },
     {
+      name: "features-reach-the-engine-through-its-host",
+      comment: "Features load models and ask for the GPU through EngineHost (server/engine/engine-host.ts), never the concrete engine's module.",
+      severity: "error",
+      from: { path: "^server/features/" },
+      to: { path: "^server/engine/llama-engine\\.ts$" },
+    },
+    {
       name: "surfaces-never-import-each-other",
       comment: "Each surface (server/surfaces/<surface>/) is a codec of its own; shared helpers live in server/surfaces/*.ts.",
       severity: "error",

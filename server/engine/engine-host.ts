@@ -1,7 +1,13 @@
+// Why one file (over 400 lines): the host is one state machine (the engine serving, the file loading, the
+// last error, the queue of loads and switches, the restarts after a death) that every method reads and
+// changes; TrackedEngine is the count of its running generations that a switch waits on.
+//
 // Holds the engine the server uses now, and swaps it safely. Requests ask the host for the engine; while no
 // model is loaded, or one is loading or being switched, they get a 503 with Retry-After and a message saying
 // why. A switch lets the requests already running finish on the old model, unloads it (two models rarely
-// fit in a laptop's memory at once), loads the new one, and puts the old one back if the new one fails.
+// fit in a laptop's memory at once), loads the new one, and puts the old one back if the new one fails. A
+// caller that keeps state beside the engine (the active-model setting) runs its switch as one turn of the
+// queue (exclusively) and puts back the old model and its own state together.
 //
 // The engine runs in a process of its own (process-engine.ts). When that process dies, the requests running
 // in it have failed with a 503 saying so; the host loads the same model again in a new one, while requests
@@ -9,9 +15,13 @@
 // `restartLimit` times within a minute are not started again: the host says why, with the last native line.
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
-import { currentGpu, type LlamaEngineOptions } from "./llama-engine.js";
+import { currentGpu, detectGpu, type LlamaEngineOptions } from "./llama-engine.js";
 import { ProcessEngine } from "./process-engine.js";
+import type { GpuPreference } from "./resource-plan.js";
 import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
+
+// What a load takes: callers above the engine name it through the host, never the concrete engine's module.
+export type { LlamaEngineOptions };
 
 export const NO_MODEL_MESSAGE =
   "No model is loaded. Start the server with --model PATH.gguf (or set SVC_MODEL), " +
@@ -123,6 +133,26 @@ const DEFAULT_RESTART_LIMIT = 3;
 const GPU_WAIT_MS = 50;
 const RESTART_WINDOW_MS = 60_000;
 
+/** A switch whose new model failed after the old one was unloaded: nothing is loaded until HostTurn.restore. */
+export class SwitchFailure extends AppError {
+  constructor(
+    message: string,
+    readonly options: LlamaEngineOptions,
+    readonly previous: LlamaEngineOptions,
+    cause: unknown,
+  ) {
+    super("unavailable", message, { code: "model_load_failed", cause });
+  }
+}
+
+/** What a turn of the load queue (EngineHost.exclusively) may do. */
+export interface HostTurn {
+  /** Loads the model, replacing the current one; a failure after the old one was unloaded is a SwitchFailure. */
+  load(options: LlamaEngineOptions): Promise<Engine>;
+  /** Loads the old model of a failed switch again; always rejects, with the error that reports the switch. */
+  restore(failure: SwitchFailure): Promise<never>;
+}
+
 export class EngineHost {
   readonly usage: UsageTotals = { generations: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
   private current: TrackedEngine | null = null;
@@ -163,7 +193,34 @@ export class EngineHost {
    * model is still serving.
    */
   load(options: LlamaEngineOptions): Promise<Engine> {
-    const run = this.queue.then(() => this.switchTo(options)).finally(() => this.changed());
+    return this.exclusively((turn) => turn.load(options).catch((err: unknown) => (err instanceof SwitchFailure ? turn.restore(err) : Promise.reject(err))));
+  }
+
+  /**
+   * Runs `job` as one turn of the load queue: no other load, switch or unload starts until it ends (so a
+   * caller that keeps state beside the engine, like the active-model setting, can undo a failed switch of
+   * both at once). In the turn, `load` does not put the old model back when the new one fails: it rejects
+   * with a SwitchFailure, and `restore` loads the old model again (rejecting with the error to report).
+   * `job` must not call this host's load, unload or reload (they would wait for the turn it holds).
+   */
+  exclusively<T>(job: (turn: HostTurn) => Promise<T>): Promise<T> {
+    let unrestored: SwitchFailure | null = null;
+    const turn: HostTurn = {
+      load: (options) =>
+        this.switchTo(options).catch((err: unknown) => {
+          if (err instanceof SwitchFailure) unrestored = err;
+          throw err;
+        }),
+      restore: (failure) => {
+        if (unrestored === failure) unrestored = null;
+        return this.restore(failure);
+      },
+    };
+    const run = this.queue.then(() => job(turn)).finally(() => {
+      // A failed switch nobody restored leaves no model; /health says why.
+      if (unrestored) this.lastError = (unrestored as SwitchFailure).message;
+      this.changed();
+    });
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -248,6 +305,14 @@ export class EngineHost {
     return fresh ?? this.lastGpu ?? this.status().gpu;
   }
 
+  /**
+   * What the runtime would run on with this GPU preference, where there is no host (the CLI's hardware
+   * report): it loads the runtime in this process. A host answers gpuNow() instead.
+   */
+  static detectGpu(preference: GpuPreference = "auto"): Promise<GpuInfo> {
+    return detectGpu(preference);
+  }
+
   /** Records what GPU detection found before any model is loaded. */
   setDetectedGpu(gpu: GpuInfo): void {
     this.gpu = gpu;
@@ -299,15 +364,8 @@ export class EngineHost {
           this.lastError = reason;
           throw err;
         }
-        this.log("error", `Could not load ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again.`);
-        try {
-          this.current = this.watch(new TrackedEngine(await this.loader(old.options), old.options, this.usage));
-          this.lastError = `Could not switch to ${options.modelPath}: ${reason} Still serving ${old.options.modelPath}.`;
-        } catch (restoreErr) {
-          this.lastError = `Could not switch to ${options.modelPath}: ${reason} Loading ${old.options.modelPath} again failed too: ${(restoreErr as Error).message}`;
-        }
-        this.log("error", this.lastError);
-        throw new AppError("unavailable", this.lastError, { code: "model_load_failed", cause: err });
+        // lastError is set by restore, or at the end of the turn when nothing is restored (exclusively).
+        throw new SwitchFailure(`Could not switch to ${options.modelPath}: ${reason}`, options, old.options, err);
       }
       this.current = this.watch(new TrackedEngine(engine, options, this.usage));
       this.lastError = null;
@@ -315,6 +373,26 @@ export class EngineHost {
     } finally {
       this.pending = null;
     }
+  }
+
+  /** Loads the model a failed switch unloaded again, and rejects with the error that reports the switch. */
+  private async restore(failure: SwitchFailure): Promise<never> {
+    const { options, previous } = failure;
+    const reason = (failure.cause as Error).message;
+    // As during the switch: the file asked for is the one loading, until the old one serves again.
+    this.pending = options.modelPath;
+    this.changed();
+    this.log("error", `Could not load ${options.modelPath}: ${reason} Loading ${previous.modelPath} again.`);
+    try {
+      this.current = this.watch(new TrackedEngine(await this.loader(previous), previous, this.usage));
+      this.lastError = `Could not switch to ${options.modelPath}: ${reason} Still serving ${previous.modelPath}.`;
+    } catch (restoreErr) {
+      this.lastError = `Could not switch to ${options.modelPath}: ${reason} Loading ${previous.modelPath} again failed too: ${(restoreErr as Error).message}`;
+    } finally {
+      this.pending = null;
+    }
+    this.log("error", this.lastError);
+    throw new AppError("unavailable", this.lastError, { code: "model_load_failed", cause: failure.cause });
   }
 
   /** Starts the engine again when it dies (the in-flight requests have failed by then). */

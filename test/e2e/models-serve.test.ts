@@ -58,8 +58,13 @@ describe("svc serve and the active model", () => {
       expect((await health(server.url)).model).toMatchObject({ state: "ready", file: "a.gguf" });
       expect(await ask(server.url, key)).toEqual({ status: 200, content: greedyTexts(SEED_A).answer.trim() });
 
-      // Another process changes the setting; the running server follows within a few seconds.
+      // Another process changes the setting; the running server follows.
       expect(runSvc(["models", "use", "b", "--data-dir", dir]).status).toBe(0);
+      // It is told at once (a watched marker file): it starts the switch well within the 2 s the setting was
+      // once polled at (1.5 s, generous for a loaded machine).
+      const told = Date.now();
+      await waitFor(async () => server.output(), (out) => out.includes("Active model: b.gguf; loading it."), "the server to see the change", 1_500);
+      expect(Date.now() - told).toBeLessThan(1_500);
       await waitFor(() => health(server.url), (h) => h.model.state === "ready" && h.model.file === "b.gguf", "the switch to b.gguf");
       expect(await ask(server.url, key)).toEqual({ status: 200, content: greedyTexts(SEED_B).answer.trim() });
 

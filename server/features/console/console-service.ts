@@ -458,7 +458,7 @@ export class ConsoleService implements ConsoleApi {
   async useModel(file: string, options: { kind?: ModelKind } = {}): Promise<ModelsView> {
     try {
       if (kindOf(options) === "speech") {
-        const used = await this.server.models.useSpeech(String(file ?? ""));
+        const used = await this.server.models.use(String(file ?? ""), { kind: "speech" });
         this.options.logs.log("info", `Speech model: ${used.file}; uploads of audio and video get transcripts made with it.`);
       } else await this.server.models.use(String(file));
     } catch (err) {
@@ -472,7 +472,7 @@ export class ConsoleService implements ConsoleApi {
   async removeModel(file: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<ModelsView> {
     try {
       if (kindOf(options) === "speech") {
-        const removed = await this.server.models.removeSpeech(String(file ?? ""), { force: options?.force === true });
+        const removed = await this.server.models.remove(String(file ?? ""), { kind: "speech", force: options?.force === true });
         if (removed.wasActive) this.options.logs.log("warn", `Removed ${removed.file}, the speech model in use: uploads get no transcript until another is chosen.`);
       } else await this.server.models.remove(String(file));
     } catch (err) {

@@ -5,7 +5,7 @@
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
-import type { LlamaEngineOptions } from "../../engine/llama-engine.js";
+import type { LlamaEngineOptions } from "../../engine/engine-host.js";
 import { clearWarmPrefixes, listWarmPrefixes, WARM_START_SETTING, warmStartDir, type WarmPrefix } from "../../engine/warm-start.js";
 import type { GpuPreference } from "../../engine/resource-plan.js";
 import type { Store } from "../../store/store.js";

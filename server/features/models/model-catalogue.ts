@@ -8,7 +8,7 @@ import { AppError } from "../../core/errors.js";
 import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { keptBytesOfPartial } from "../../engine/model-downloader.js";
 import type { Store } from "../../store/store.js";
-import { ACTIVE_MODEL_SETTING, SPEECH_MODEL_SETTING, type ActiveModel } from "./active-model.js";
+import type { ActiveModel } from "./active-model.js";
 import { parseModelSource, parseSpeechModelSource, RECOMMENDED_MODEL, type ModelSource, type RecommendedModel } from "./model-sources.js";
 import {
   downloadLockOwner,
@@ -55,7 +55,6 @@ export interface KindProfile {
   verify(path: string): Promise<GgufSummary>;
   /** The file's key in the model_files table (speech files are kept apart from GGUF names). */
   record(file: string): string;
-  setting: string;
   /** The CLI flag that names the kind, for messages. */
   flag: string;
 }
@@ -135,7 +134,7 @@ export class ModelCatalogue {
       const record = sources.get(p.file) ?? speechRecord;
       partial.push({ file: p.file, keptBytes, totalBytes, source: record?.source ?? null, downloadingNow, kind: speechRecord ? "speech" : "llm" });
     }
-    const activeSpeech = this.activeModel.speechModel();
+    const activeSpeech = this.activeModel.active("speech");
     const speech: ModelEntry[] = [];
     for (const entry of await scanSpeechModels(this.dataDir)) {
       let summary: GgufSummary | null = null;
@@ -167,71 +166,51 @@ export class ModelCatalogue {
   }
 
   /**
-   * Deletes a model from the models folder (all parts of a split model), or a download in progress. The
-   * active model is only removed with `force`, which also clears the setting (a server following it unloads).
+   * Deletes a model of a kind from its folder (all parts of a split language model), or its download in
+   * progress. The active one is only removed with `force`, which also clears the setting (a server following
+   * the active language model unloads; audio and video uploads get no transcript without a speech model).
    */
-  async remove(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+  async remove(fileOrName: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+    const kind = options.kind ?? "llm";
+    const speech = kind === "speech";
+    const dir = speech ? speechModelsDir(this.dataDir) : this.directory;
     if (fileOrName.includes("/") || fileOrName.includes(sep) || isAbsolute(fileOrName))
-      throw new AppError("invalid_request", `svc models remove takes a file name from \`svc models list\`; it only deletes files in ${this.directory}.`, {
+      throw new AppError("invalid_request", `svc models remove ${speech ? "--speech " : ""}takes a file name from \`svc models list\`; it only deletes files in ${dir}.`, {
         code: "invalid_model_name",
       });
     const folder = await scanModelsFolder(this.dataDir);
-    const file =
-      [fileOrName, `${fileOrName}.gguf`].find((name) => folder.models.some((m) => m.file === name) || folder.partial.some((p) => p.file === name)) ??
-      null;
+    const files = speech ? (await scanSpeechModels(this.dataDir)).map((m) => m.file) : folder.models.map((m) => m.file);
+    const partial = folder.partial.map((p) => p.file);
+    const file = [fileOrName, `${fileOrName}${speech ? ".bin" : ".gguf"}`].find((name) => files.includes(name) || partial.includes(name)) ?? null;
     if (file === null)
-      throw new AppError("not_found", `No model named '${fileOrName}' in ${this.directory}. \`svc models list\` shows what is there.`, {
+      throw new AppError("not_found", `No ${speech ? "speech " : ""}model named '${fileOrName}' in ${dir}. \`svc models list\` shows what is there.`, {
         code: "model_not_found",
       });
-    const active = this.activeModel.active();
-    const wasActive = active?.file === file;
+    const wasActive = this.activeModel.active(kind)?.file === file;
     if (wasActive && !options.force)
-      throw new AppError("conflict", `${file} is the active model. Select another with \`svc models use\` first, or remove it with --force.`, {
-        code: "model_active",
-      });
+      throw new AppError(
+        "conflict",
+        speech
+          ? `${file} is the speech model in use. Remove it with --force (transcripts stop until another is pulled or chosen).`
+          : `${file} is the active model. Select another with \`svc models use\` first, or remove it with --force.`,
+        { code: "model_active" },
+      );
     const removed: string[] = [];
-    if (folder.models.some((m) => m.file === file))
-      for (const part of filesOfModel(file)) {
+    if (files.includes(file))
+      for (const part of speech ? [file] : filesOfModel(file)) {
         try {
-          await rm(join(this.directory, part));
+          await rm(join(dir, part));
           removed.push(part);
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
+          if (speech) throw err;
           if (code === "ENOENT") continue;
           throw new AppError("conflict", `Cannot delete ${part} (${code}); a running server may be using it. Stop it first.`, { code: "model_in_use" });
         }
       }
     if (await removePartial(this.dataDir, file)) removed.push(`${file} (partial download)`);
-    this.store.modelFiles.delete(file);
-    if (wasActive) this.activeModel.forget("llm");
-    return { file, removed, wasActive };
-  }
-
-  /** Deletes a speech model from its folder (or its download in progress); the one in use only with `force`. */
-  async removeSpeech(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
-    const dir = speechModelsDir(this.dataDir);
-    if (fileOrName.includes("/") || fileOrName.includes(sep) || isAbsolute(fileOrName))
-      throw new AppError("invalid_request", `svc models remove --speech takes a file name from \`svc models list\`; it only deletes files in ${dir}.`, {
-        code: "invalid_model_name",
-      });
-    const files = (await scanSpeechModels(this.dataDir)).map((m) => m.file);
-    const partial = (await scanModelsFolder(this.dataDir)).partial.map((p) => p.file);
-    const file = [fileOrName, `${fileOrName}.bin`].find((name) => files.includes(name) || partial.includes(name)) ?? null;
-    if (file === null)
-      throw new AppError("not_found", `No speech model named '${fileOrName}' in ${dir}. \`svc models list\` shows what is there.`, { code: "model_not_found" });
-    const wasActive = this.activeModel.speechModel()?.file === file;
-    if (wasActive && !options.force)
-      throw new AppError("conflict", `${file} is the speech model in use. Remove it with --force (transcripts stop until another is pulled or chosen).`, {
-        code: "model_active",
-      });
-    const removed: string[] = [];
-    if (files.includes(file)) {
-      await rm(join(dir, file));
-      removed.push(file);
-    }
-    if (await removePartial(this.dataDir, file)) removed.push(`${file} (partial download)`);
-    this.store.modelFiles.delete(`speech/${file}`);
-    if (wasActive) this.activeModel.forget("speech");
+    this.store.modelFiles.delete(this.profile(kind).record(file));
+    if (wasActive) this.activeModel.forget(kind);
     return { file, removed, wasActive };
   }
 
@@ -250,7 +229,6 @@ export class ModelCatalogue {
         summarize: speechSummary,
         verify: speechSummary,
         record: (file) => `speech/${file}`,
-        setting: SPEECH_MODEL_SETTING,
         flag: "--speech ",
       };
     return {
@@ -260,7 +238,6 @@ export class ModelCatalogue {
       summarize: readGgufSummary,
       verify: verifyGgufFile,
       record: (file) => file,
-      setting: ACTIVE_MODEL_SETTING,
       flag: "",
     };
   }

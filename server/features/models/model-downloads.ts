@@ -131,7 +131,7 @@ export class ModelDownloads {
       const summary = await kind.summarize(target).catch((err: unknown) => {
         throw new AppError("conflict", `${(err as Error).message} Remove it with \`svc models remove ${kind.flag}${file}\`.`, { code: "model_exists" });
       });
-      const madeActive = this.activeModel.activateIfNone(file, options, kind.setting);
+      const madeActive = this.activeModel.activateIfNone(file, options, kind.kind);
       return { file, path: target, source: source.uri, sizeBytes: existing, summary, alreadyPresent: true, resumedFromBytes: 0, madeActive };
     }
 
@@ -200,7 +200,7 @@ export class ModelDownloads {
       }
       const sizeBytes = parts.length === 1 ? (await stat(target)).size : parts.reduce((n, p) => n + p.totalBytes, 0);
       this.store.modelFiles.upsert({ file: kind.record(file), source: source.uri, state: "ready", size_bytes: sizeBytes, sha256: sha256 ?? null, updated_at: Date.now() });
-      const madeActive = this.activeModel.activateIfNone(file, options, kind.setting);
+      const madeActive = this.activeModel.activateIfNone(file, options, kind.kind);
       options.onEvent?.({ phase: "done", file });
       return { file, path: target, source: source.uri, sizeBytes, summary, alreadyPresent: false, resumedFromBytes, madeActive };
     } finally {

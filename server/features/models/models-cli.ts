@@ -161,13 +161,12 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
 
 async function use(dataDir: string, file: string | undefined, values: Values): Promise<number> {
   if (!file) throw new ModelsUsageError("svc models use needs a model file (see `svc models list`).");
+  const entry = await withService(dataDir, (models) => models.use(file, { kind: values.speech ? "speech" : "llm" }));
   if (values.speech) {
-    const entry = await withService(dataDir, (models) => models.useSpeech(file));
     console.log(`Speech model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry, ", ")}).`);
     console.log("Audio and video uploaded from now on are transcribed with it (a running server included).");
     return 0;
   }
-  const entry = await withService(dataDir, (models) => models.use(file));
   console.log(`Active model: ${entry.file} (${formatBytes(entry.sizeBytes)}, ${describeEntry(entry, ", ")}).`);
   console.log("`svc serve` loads it at start; a server already running on this data dir (without --model) switches to it within a few seconds.");
   return 0;
@@ -175,14 +174,12 @@ async function use(dataDir: string, file: string | undefined, values: Values): P
 
 async function remove(dataDir: string, file: string | undefined, values: Values): Promise<number> {
   if (!file) throw new ModelsUsageError("svc models remove needs a model file (see `svc models list`).");
+  const result = await withService(dataDir, (models) => models.remove(file, { kind: values.speech ? "speech" : "llm", force: values.force === true }));
+  console.log(`Removed ${result.removed.join(", ")}.`);
   if (values.speech) {
-    const result = await withService(dataDir, (models) => models.removeSpeech(file, { force: values.force === true }));
-    console.log(`Removed ${result.removed.join(", ")}.`);
     if (result.wasActive) console.log("It was the speech model in use: uploads get no transcript until another is pulled or chosen.");
     return 0;
   }
-  const result = await withService(dataDir, (models) => models.remove(file, { force: values.force === true }));
-  console.log(`Removed ${result.removed.join(", ")}.`);
   if (result.wasActive) console.log("It was the active model: no model is active now (`svc models use FILE` picks another).");
   return 0;
 }
@@ -202,7 +199,7 @@ async function benchThreads(dataDir: string, values: Values): Promise<number> {
     if (!active) throw new AppError("invalid_request", "No active model to measure: pass --model FILE or run `svc models use` first.");
     return active.path;
   });
-  const { benchmarkThreads } = await import("./thread-bench.js");
+  const { benchmarkThreads } = await import("../../engine/thread-bench.js");
   console.error(`Measuring generation speed of ${modelPath} on the CPU (${tokens} tokens per run) ...`);
   const results = await benchmarkThreads({ modelPath, threads: counts.length > 0 ? counts : undefined, tokens });
   const best = results.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));

@@ -10,20 +10,19 @@
 //   load-settings.ts    how a model loads: GPU preference, warm start, a model's own settings
 // and this class builds them over one store, data dir and engine host, and hands each call to its owner.
 import { availableParallelism, freemem, totalmem } from "node:os";
-import type { EngineHost, HostLog } from "../../engine/engine-host.js";
-import { detectGpu, type LlamaEngineOptions } from "../../engine/llama-engine.js";
+import { EngineHost, type HostLog, type LlamaEngineOptions } from "../../engine/engine-host.js";
 import { WARM_START_MAX_BYTES, type WarmPrefix } from "../../engine/warm-start.js";
 import { chooseThreads, type GpuPreference } from "../../engine/resource-plan.js";
 import type { GpuInfo } from "../../engine/types.js";
 import type { Store } from "../../store/store.js";
-import { ActiveModel, DEFAULT_FOLLOW_INTERVAL_MS } from "./active-model.js";
+import { ActiveModel } from "./active-model.js";
 import { LoadSettings, type ModelLoadSettings, type WarmStartState } from "./load-settings.js";
 import { ModelCatalogue, type ModelList } from "./model-catalogue.js";
 import { ModelDownloads, type PullOptions, type PullResult } from "./model-downloads.js";
 import type { RecommendedModel } from "./model-sources.js";
 import type { ModelEntry, ModelKind } from "./models-folder.js";
 
-export { ACTIVE_MODEL_SETTING, SPEECH_MODEL_SETTING } from "./active-model.js";
+export { ACTIVE_MODEL_MARKER, ACTIVE_MODEL_SETTING, SPEECH_MODEL_SETTING } from "./active-model.js";
 export { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, MODEL_SETTINGS_PREFIX, parseModelLoadSettings } from "./load-settings.js";
 export type { ModelLoadSettings, WarmStartState } from "./load-settings.js";
 export type { ModelList, PartialDownload } from "./model-catalogue.js";
@@ -91,27 +90,13 @@ export class ModelsService {
     return this.catalogue.needsModel();
   }
 
-  /** The active model from the setting, resolved to a path; null when none is set. */
-  active(): { file: string; path: string } | null {
-    return this.activeModel.active();
-  }
-
   /**
-   * The speech model for transcripts, resolved to a path; null when none is set (audio and video uploads then
-   * say that no transcript is available). Read at every extraction, so a pull or use in another process counts.
+   * The active model of a kind, resolved to a path; null when none is set. Without a speech model, audio and
+   * video uploads say that no transcript is available; it is read at every extraction, so a pull or use in
+   * another process counts.
    */
-  speechModel(): { file: string; path: string } | null {
-    return this.activeModel.speechModel();
-  }
-
-  /** Makes a speech model (a name in the speech folder, or a path to a whisper.cpp file) the one transcripts use. */
-  async useSpeech(fileOrPath: string): Promise<ModelEntry> {
-    return this.activeModel.useSpeech(fileOrPath);
-  }
-
-  /** Deletes a speech model from its folder (or its download in progress); the one in use only with `force`. */
-  async removeSpeech(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
-    return this.catalogue.removeSpeech(fileOrName, options);
+  active(kind: ModelKind = "llm"): { file: string; path: string } | null {
+    return this.activeModel.active(kind);
   }
 
   async list(): Promise<ModelList> {
@@ -119,19 +104,20 @@ export class ModelsService {
   }
 
   /**
-   * Makes a model the active one: `svc serve` loads it at start, and a running server switches to it (at
-   * once through this call, or within a few seconds when another process sets it). Throws AppError when the
-   * file is missing or not a GGUF model, or (with a running server) when it fails to load.
+   * Makes a model the active one of its kind (a language model unless `kind` says speech): `svc serve` loads
+   * the language model at start, and a running server switches to it (at once through this call, or as soon
+   * as another process sets it); transcripts use the speech model. Throws AppError when the file is missing
+   * or not a model of that kind, or (with a running server) when a language model fails to load.
    */
-  async use(fileOrPath: string): Promise<ModelEntry> {
-    return this.activeModel.use(fileOrPath);
+  async use(fileOrPath: string, options: { kind?: ModelKind } = {}): Promise<ModelEntry> {
+    return this.activeModel.use(fileOrPath, options.kind ?? "llm");
   }
 
   /**
-   * Deletes a model from the models folder (all parts of a split model), or a download in progress. The
-   * active model is only removed with `force`, which also clears the setting (a server following it unloads).
+   * Deletes a model of a kind from its folder (all parts of a split model), or its download in progress. The
+   * active one is only removed with `force`, which also clears the setting (a server following it unloads).
    */
-  async remove(fileOrName: string, options: { force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
+  async remove(fileOrName: string, options: { kind?: ModelKind; force?: boolean } = {}): Promise<{ file: string; removed: string[]; wasActive: boolean }> {
     return this.catalogue.remove(fileOrName, options);
   }
 
@@ -202,17 +188,18 @@ export class ModelsService {
   }
 
   async hardware(): Promise<HardwareReport> {
-    const gpu = this.host ? await this.host.gpuNow() : await detectGpu(this.settings.gpuPreference()).catch(() => null);
+    const gpu = this.host ? await this.host.gpuNow() : await EngineHost.detectGpu(this.settings.gpuPreference()).catch(() => null);
     const cores = availableParallelism();
     return { gpu, cpuCores: cores, defaultThreads: chooseThreads({ cores }), ramTotalBytes: totalmem(), ramFreeBytes: freemem() };
   }
 
   /**
    * Follows the active-model setting: when another process (`svc models use`) changes it, the running server
-   * switches within `intervalMs`. Only for a server started without an explicit --model.
+   * switches as soon as it is written (a watched marker file, not a poll). Only for a server started without
+   * an explicit --model.
    */
-  follow(intervalMs = DEFAULT_FOLLOW_INTERVAL_MS): void {
-    this.activeModel.follow(intervalMs);
+  follow(): void {
+    this.activeModel.follow();
   }
 
   /** Loads the active model again now (SIGHUP): the setting's file, or the current file for an explicit --model. */

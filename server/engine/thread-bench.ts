@@ -2,9 +2,9 @@
 // automatic choice on their machine (`svc models bench-threads`). A JSON-array grammar makes any model
 // produce exactly the requested number of tokens, so every run measures the same amount of work.
 import { availableParallelism } from "node:os";
-import { LlamaEngine } from "../../engine/llama-engine.js";
-import { threadCandidates } from "../../engine/resource-plan.js";
-import type { EngineRequest } from "../../engine/types.js";
+import { LlamaEngine } from "./llama-engine.js";
+import { threadCandidates } from "./resource-plan.js";
+import type { EngineRequest } from "./types.js";
 
 export interface ThreadBenchResult {
   threads: number;
