@@ -212,7 +212,7 @@ const AGENT_TEXT_SAMPLE = `You are an interactive agent that helps users with so
 - Read the relevant files before you change them, and keep changes small.
 - Run the tests after each change; never skip a failing test.
 
-{"name": "Read", "description": "Reads a file from the local filesystem.", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string", "description": "The absolute path to the file to read"}, "offset": {"type": "number"}}, "required": ["file_path"], "additionalProperties": false}}
+{"name": "Read", "description": "Reads a file from the local filesystem.", "schema": {"type": "object", "properties": {"file_path": {"type": "string", "description": "The absolute path to the file to read"}, "offset": {"type": "number"}}, "required": ["file_path"], "additionalProperties": false}}
 
 export async function loadConfig(path: string): Promise<Config> {
   const text = await readFile(path, "utf8");
@@ -665,7 +665,7 @@ export class LlamaEngine implements Engine {
     if (request.toolChoice.type === "tool") {
       const name = request.toolChoice.name;
       if (!request.tools.some((t) => t.name === name))
-        throw invalidRequest(`tool_choice names the tool '${name}', which is not among the tools.`, "tool_choice");
+        throw invalidRequest(`The tool to call, '${name}', is not among the tools.`, "tools");
     }
     if (!callable) return { answer, toolNames: null, toolArguments: new Map() };
     const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`, "tools");
