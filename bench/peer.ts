@@ -6,7 +6,7 @@
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
 //                             [--busy PERCENT] [--warmup-streams N (default 20)] [--gpu cuda|vulkan]
-//                             [--peer-args "LLAMA-SERVER OPTIONS"] (e.g. "-fa off": llama-server's flash
+//                             [--peer-args="LLAMA-SERVER OPTIONS"] (e.g. "-fa off": llama-server's flash
 //                             attention as ours with an f16 KV cache) [--heads 8|4] (the generated model's
 //                             heads: 64 or 128 values each; docs/performance.md, section 24)
 // --busy runs another process for the whole run that keeps one core busy that share of the time (busy
@@ -104,11 +104,33 @@ interface Target {
   stop(): Promise<void>;
 }
 
+/**
+ * A server's process and its descendants, the server first (ours: the server and its engine process, which
+ * holds the model and decodes); just the process where /proc is not there.
+ */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      for (const tid of readdirSync(`/proc/${out[i]}/task`)) {
+        const children = readFileSync(`/proc/${out[i]}/task/${tid}/children`, "utf8").trim();
+        if (children) out.push(...children.split(/\s+/).map(Number));
+      }
+    } catch {
+      // Ended, or not Linux.
+    }
+  }
+  return out;
+}
+
 /** Whether a server maps the model file or holds it in its memory, and how much of that is in huge pages (Linux). */
 function weightsOf(pid: number, model: string): string {
   try {
-    if (readFileSync(`/proc/${pid}/maps`, "utf8").includes(model)) return "weights mapped from the file";
-    const huge = /^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    const tree = processTree(pid);
+    if (tree.some((p) => readFileSync(`/proc/${p}/maps`, "utf8").includes(model))) return "weights mapped from the file";
+    // The process that holds them: the engine process (the last one started) for ours, the server for llama-server.
+    const holder = tree.at(-1)!;
+    const huge = /^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${holder}/smaps_rollup`, "utf8"));
     return `weights read into memory, ${Math.round(Number(huge?.[1] ?? 0) / 1024)} MiB of the process in huge pages`;
   } catch {
     return "weights: not known here";
@@ -346,7 +368,7 @@ function startCpuWindow(pid: number): (per: (seconds: number) => number) => Thre
     for (const [tid, a] of after) {
       const used = a.seconds - (before.get(tid)?.seconds ?? 0);
       live += used;
-      cpu.push({ thread: tid === pid ? `${a.name} (main)` : a.name, ms: per(used) });
+      cpu.push({ thread: a.name, ms: per(used) });
     }
     cpu.push({ thread: "threads that ended", ms: per(cpuSeconds(pid) - cpuBefore - live) });
     return cpu;
@@ -359,20 +381,26 @@ interface ThreadCpu {
   ms: number;
 }
 
-/** Each thread's name and CPU seconds (user + system) so far, by thread id; empty where /proc is not there. */
+/**
+ * Each thread's name and CPU seconds (user + system) so far, by thread id, over the server's process and its
+ * descendants (ours: its engine process's threads are named "engine …"); empty where /proc is not there.
+ */
 function threadCpu(pid: number): Map<number, { name: string; seconds: number }> {
   const threads = new Map<number, { name: string; seconds: number }>();
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-        threads.set(Number(tid), { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), seconds: statCpuSeconds(stat) });
-      } catch {
-        // The thread ended between the listing and the read.
+  for (const p of processTree(pid)) {
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`)) {
+        try {
+          const stat = readFileSync(`/proc/${p}/task/${tid}/stat`, "utf8");
+          const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+          threads.set(Number(tid), { name: `${p === pid ? "" : "engine "}${name}${Number(tid) === p ? " (main)" : ""}`, seconds: statCpuSeconds(stat) });
+        } catch {
+          // The thread ended between the listing and the read.
+        }
       }
+    } catch {
+      // Not Linux, or the process ended.
     }
-  } catch {
-    // Not Linux.
   }
   return threads;
 }
@@ -410,10 +438,10 @@ async function promptEval(t: Target, seed: number): Promise<{ cold: number; warm
   return { cold: cold.first - cold.sent, warm: warm.first - warm.sent, promptTokens: cold.promptTokens };
 }
 
-/** CPU seconds (user + system) a process has used so far; NaN where /proc is not there (not Linux). */
+/** CPU seconds (user + system) a server's processes have used so far; NaN where /proc is not there (not Linux). */
 function cpuSeconds(pid: number): number {
   try {
-    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    return processTree(pid).reduce((sum, p) => sum + statCpuSeconds(readFileSync(`/proc/${p}/stat`, "utf8")), 0);
   } catch {
     return Number.NaN;
   }
@@ -579,10 +607,11 @@ const heads = Number(values.heads);
 if (!(heads === 8 || heads === 4)) throw new Error(`--heads takes 8 or 4, not ${values.heads}`);
 const model = values.model ?? ensurePeerModel(join(PEER_CACHE, heads === 8 ? "model.gguf" : `model-h${heads}.gguf`), { ...PEER_MODEL, nHead: heads });
 // llama.cpp's F16 dot product handles 128 values a loop with AVX512-FP16 and the rest one by one: on such a
-// CPU a llama-server built with -march=native (as this bench builds it) takes the attention of heads of 64
-// values without SIMD, and is slower for it than on heads of 128 (docs/performance.md, section 24).
+// CPU a llama-server built with -march=native (as this bench builds it) takes the attention's dot products of
+// 64-value heads in that scalar tail (docs/performance.md, section 24; at the server level it did not show
+// in its CPU per token there, but say so).
 if (!values.model && heads === 8 && /\bavx512_fp16\b/.test((() => { try { return readFileSync("/proc/cpuinfo", "utf8"); } catch { return ""; } })()))
-  log("note: this CPU has AVX512-FP16, so llama-server's -march=native build computes the attention of this model's 64-value heads without SIMD (section 24); --heads 4 for heads of 128");
+  log("note: this CPU has AVX512-FP16: llama-server's -march=native build takes the F16 dot products of this model's 64-value heads in a scalar tail (docs/performance.md, section 24); --heads 4 for heads of 128, the shape of most current models");
 // What `svc serve` picks for this model without --threads (its decodes on one libuv pool thread).
 const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(model).size, poolThreads: 1, offload: gpu === "cpu" ? "none" : "full" });
 // Default: 1 thread, the server's own default and every core (the issue's columns), each once.
