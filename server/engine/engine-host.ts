@@ -131,6 +131,8 @@ export interface HostOptions {
 const DEFAULT_RESTART_LIMIT = 3;
 /** How long /health waits for the engine process's fresh GPU figures before taking the last ones. */
 const GPU_WAIT_MS = 50;
+/** GPU figures younger than this are answered without asking the engine process first. */
+const GPU_FRESH_MS = 1000;
 const RESTART_WINDOW_MS = 60_000;
 
 /** A switch whose new model failed after the old one was unloaded: nothing is loaded until HostTurn.restore. */
@@ -168,6 +170,10 @@ export class EngineHost {
   private readonly restartLimit: number;
   /** The GPU's figures as the engine last gave them (gpuNow). */
   private lastGpu: GpuInfo | null = null;
+  /** When lastGpu came (performance.now()). */
+  private lastGpuAt = 0;
+  /** The engine process's answer on its way, if one was asked for: one question at a time. */
+  private gpuQuery: Promise<GpuInfo | null> | null = null;
   /** When the engine died lately (within RESTART_WINDOW_MS). */
   private deaths: number[] = [];
   /** How the engine died, while it is being started again. */
@@ -296,11 +302,21 @@ export class EngineHost {
     // The engine process has the runtime; this process has one only if it detected the GPU before any model.
     // The engine process answers between its own jobs (compiling a large grammar holds it a second): /health
     // waits for it at most GPU_WAIT_MS, then takes the last figures, and the answer still arriving updates them.
+    // Figures less than GPU_FRESH_MS old are answered at once (and refreshed behind the answer): under load
+    // (a flood of /health, the engine decoding) no request waits for the engine process at all.
     const engine = this.current?.inner;
-    const query = (engine?.gpuNow ? engine.gpuNow() : currentGpu()).catch(() => null);
-    void query.then((gpu) => {
-      if (gpu) this.lastGpu = gpu;
-    });
+    this.gpuQuery ??= (engine?.gpuNow ? engine.gpuNow() : currentGpu())
+      .catch(() => null)
+      .then((gpu) => {
+        if (gpu) {
+          this.lastGpu = gpu;
+          this.lastGpuAt = performance.now();
+        }
+        return gpu;
+      })
+      .finally(() => (this.gpuQuery = null));
+    const query = this.gpuQuery;
+    if (this.lastGpu && performance.now() - this.lastGpuAt < GPU_FRESH_MS) return this.lastGpu;
     const fresh = await Promise.race([query, new Promise<null>((resolve) => setTimeout(() => resolve(null), GPU_WAIT_MS).unref())]);
     return fresh ?? this.lastGpu ?? this.status().gpu;
   }
