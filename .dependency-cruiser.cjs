@@ -82,7 +82,7 @@ module.exports = {
       comment: "Features load models and ask for the GPU through EngineHost (server/engine/engine-host.ts), never the concrete engine's module.",
       severity: "error",
       from: { path: "^server/features/" },
-      to: { path: "^server/engine/llama-engine\\.ts$" },
+      to: { path: "^server/engine/llama-(engine|runtime)\\.ts$" },
     },
     {
       name: "surfaces-never-import-each-other",

@@ -7,7 +7,7 @@ import { EngineHost } from "./engine/engine-host.js";
 import type { EngineSpawner } from "./engine/engine-protocol.js";
 import { ProcessEngine } from "./engine/process-engine.js";
 import { WARM_START_SETTING, warmStartDir } from "./engine/warm-start.js";
-import { detectGpu } from "./engine/llama-engine.js";
+import { detectGpu } from "./engine/llama-runtime.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
 import { AuditService } from "./features/audit/audit-service.js";
 import { BatchService } from "./features/batches/batch-service.js";

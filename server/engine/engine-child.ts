@@ -7,7 +7,8 @@
 // the speech model is) or as Electron's utilityProcess: the channel is the IPC of whichever it is.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { CREDIT, serializeError, type FromEngine, type ToEngine } from "./engine-protocol.js";
-import { currentGpu, LlamaEngine } from "./llama-engine.js";
+import { LlamaEngine } from "./llama-engine.js";
+import { currentGpu } from "./llama-runtime.js";
 import type { EngineEvent } from "./types.js";
 
 interface ParentPort {

@@ -15,7 +15,8 @@
 // `restartLimit` times within a minute are not started again: the host says why, with the last native line.
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
-import { currentGpu, detectGpu, type LlamaEngineOptions } from "./llama-engine.js";
+import type { LlamaEngineOptions } from "./llama-engine.js";
+import { currentGpu, detectGpu } from "./llama-runtime.js";
 import { ProcessEngine } from "./process-engine.js";
 import type { GpuPreference } from "./resource-plan.js";
 import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";

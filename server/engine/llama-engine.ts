@@ -1,7 +1,7 @@
 // Why one file (over 400 lines): the LlamaEngine class (load, count, generate, grammars) is one job, the
-// engine on node-llama-cpp. Loading the runtime (loadRuntime .. currentGpu) and planning a model's fit
-// (planForModel) are separable and could move beside it; they stay while the engine-process work is
-// changing this file, so that change and a move do not collide.
+// engine on node-llama-cpp; its load reads the model's facts, plans its fit (planForModel) and creates the
+// context in one sequence whose intermediate values each step uses. The runtime it loads on is
+// llama-runtime.ts.
 //
 // The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
 // most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
@@ -10,11 +10,8 @@ import { stat } from "node:fs/promises";
 import { availableParallelism, freemem, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import {
-  getLlama,
-  getLlamaGpuTypes,
   GgmlType,
   JinjaTemplateChatWrapper,
-  LlamaLogLevel,
   resolveChatWrapper,
   type ChatWrapper,
   type Llama,
@@ -22,7 +19,6 @@ import {
   type LlamaContextSequence,
   type LlamaGrammar,
   type LlamaModel,
-  type LlamaOptions,
   type Token,
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
@@ -42,24 +38,23 @@ import {
   defaultMaxSequences,
   estimateContextBytes,
   fitMemoryModel,
-  gpuCandidates,
   kvCacheTypesFor,
   memoryBudget,
   planContext,
   type AttentionMetadata,
   type ContextPlan,
-  type GpuBackend,
   type GpuPreference,
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { engineBuildHint, loadEngineBuild, nodeLlamaCppDirectory } from "./engine-build.js";
+import { engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
 import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
 import { StepLoop, tokenPathsFromEnvironment, type TokenPaths } from "./step-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
+import { describeGpu, loadRuntime } from "./llama-runtime.js";
 
 export type { GpuPreference } from "./resource-plan.js";
 
@@ -94,107 +89,6 @@ export interface LlamaEngineOptions {
 export const TOKENIZE_TIMEOUT_MS = 30_000;
 
 const GRAMMAR_CACHE_LIMIT = 256;
-
-interface Runtime {
-  llama: Llama;
-  /** Backends tried before the one in use, and why each was passed over. */
-  skipped: Array<{ backend: string; reason: string }>;
-}
-
-let runtimePromise: Promise<Runtime> | null = null;
-let runtimePreference: GpuPreference | null = null;
-
-function backendName(gpu: GpuBackend): string {
-  return gpu === false ? "cpu" : gpu;
-}
-
-/**
- * One Llama runtime per process. Tries the preferred GPU backends in turn (prebuilt binaries only: nothing is
- * compiled at run time) and falls back to the CPU, remembering why each backend was passed over.
- */
-async function loadRuntime(preference: GpuPreference, log?: LlamaEngineOptions["log"]): Promise<Runtime> {
-  if (runtimePromise && runtimePreference === preference) return runtimePromise;
-  runtimePreference = preference;
-  const logger = (level: LlamaLogLevel, message: string) => {
-    const text = message.trim();
-    if (!text || !log) return;
-    if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) log("error", `llama.cpp: ${text}`);
-    else if (level === LlamaLogLevel.warn) log("debug", `llama.cpp: ${text}`);
-  };
-  const common = { build: "never" as const, progressLogs: false, logLevel: LlamaLogLevel.warn, logger };
-  runtimePromise = (async () => {
-    const skipped: Runtime["skipped"] = [];
-    let supported: GpuBackend[] = [];
-    if (preference === "auto") {
-      const [valid, found] = await Promise.all([
-        getLlamaGpuTypes("allValid").catch((): GpuBackend[] => []),
-        getLlamaGpuTypes("supported").catch((): GpuBackend[] => [false]),
-      ]);
-      supported = found;
-      for (const gpu of valid)
-        if (gpu !== false && !found.includes(gpu)) skipped.push({ backend: gpu, reason: "no driver or prebuilt binary found" });
-    }
-    for (const gpu of gpuCandidates(preference, supported)) {
-      try {
-        const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
-        if (gpu === false && preference !== "cpu") {
-          const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
-          log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);
-        }
-        return { llama, skipped };
-      } catch (err) {
-        if (gpu === false) throw err;
-        skipped.push({ backend: backendName(gpu), reason: (err as Error).message || (err as Error).name });
-        log?.("debug", `The ${backendName(gpu)} backend is not usable: ${(err as Error).message}`);
-      }
-    }
-    throw new Error("No llama.cpp backend could be loaded.");
-  })();
-  runtimePromise.catch(() => {
-    runtimePromise = null;
-    runtimePreference = null;
-  });
-  return runtimePromise;
-}
-
-/**
- * For the CPU, a build made on this machine (`svc engine build`) comes before the prebuilt binaries; one that
- * does not load is reported and passed over.
- */
-async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, log?: LlamaEngineOptions["log"]): Promise<Llama | null> {
-  try {
-    return await loadEngineBuild(options);
-  } catch (err) {
-    log?.("warn", `The llama.cpp built on this machine (svc engine build) did not load (${(err as Error).message}); using the prebuilt binaries.`);
-    return null;
-  }
-}
-
-/** One Llama runtime per process; GPU auto-detection falls back to the CPU binaries. */
-export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?: LlamaEngineOptions["log"]): Promise<Llama> {
-  return (await loadRuntime(preference, log)).llama;
-}
-
-export async function describeGpu(llama: Llama, skipped: Runtime["skipped"] = []): Promise<GpuInfo> {
-  const backend = llama.gpu === false ? "cpu" : llama.gpu;
-  const build = llama.buildType === "localBuild" ? "local" : "prebuilt";
-  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped, build };
-  const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
-  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped, build };
-}
-
-/** Loads the runtime (if needed) and says what it runs on; the health probe shows this before any model loads. */
-export async function detectGpu(preference: GpuPreference = "auto", log?: LlamaEngineOptions["log"]): Promise<GpuInfo> {
-  const runtime = await loadRuntime(preference, log);
-  return describeGpu(runtime.llama, runtime.skipped);
-}
-
-/** Fresh free-memory figures for the runtime already loaded; null before one is. */
-export async function currentGpu(): Promise<GpuInfo | null> {
-  if (!runtimePromise) return null;
-  const runtime = await runtimePromise.catch(() => null);
-  return runtime ? describeGpu(runtime.llama, runtime.skipped) : null;
-}
 
 const MiB = 1024 * 1024;
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeGguf } from "../../resources/test-model/gguf-writer.js";
 import { buildTinyModel, greedyTexts } from "../../resources/test-model/tiny-model.js";
 import { ModelsService } from "../../server/features/models/models-service.js";
-import { loadLlamaRuntime } from "../../server/engine/llama-engine.js";
+import { loadLlamaRuntime } from "../../server/engine/llama-runtime.js";
 import { startServer, type RunningServer } from "../../server/index.js";
 import { Store } from "../../server/store/store.js";
 import { tempDataDir } from "../support/svc-process.js";

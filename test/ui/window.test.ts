@@ -8,7 +8,7 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
-import { loadLlamaRuntime } from "../../server/engine/llama-engine.js";
+import { loadLlamaRuntime } from "../../server/engine/llama-runtime.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
 import { ROOT } from "../support/svc-process.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";

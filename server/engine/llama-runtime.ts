@@ -1,0 +1,111 @@
+// The llama.cpp runtime of this process: one per process, the preferred GPU backends tried in turn (prebuilt
+// binaries, or for the CPU a build of `svc engine build` first), and what it runs on (GPU figures for
+// /health). Moved out of llama-engine.ts, which loads models on it.
+import { getLlama, getLlamaGpuTypes, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
+import { loadEngineBuild } from "./engine-build.js";
+import { gpuCandidates, type GpuBackend, type GpuPreference } from "./resource-plan.js";
+import type { GpuInfo } from "./types.js";
+
+/** Where the runtime's lines go (the engine's log). */
+export type RuntimeLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+
+export interface Runtime {
+  llama: Llama;
+  /** Backends tried before the one in use, and why each was passed over. */
+  skipped: Array<{ backend: string; reason: string }>;
+}
+
+let runtimePromise: Promise<Runtime> | null = null;
+let runtimePreference: GpuPreference | null = null;
+
+function backendName(gpu: GpuBackend): string {
+  return gpu === false ? "cpu" : gpu;
+}
+
+/**
+ * One Llama runtime per process. Tries the preferred GPU backends in turn (prebuilt binaries only: nothing is
+ * compiled at run time) and falls back to the CPU, remembering why each backend was passed over.
+ */
+export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): Promise<Runtime> {
+  if (runtimePromise && runtimePreference === preference) return runtimePromise;
+  runtimePreference = preference;
+  const logger = (level: LlamaLogLevel, message: string) => {
+    const text = message.trim();
+    if (!text || !log) return;
+    if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) log("error", `llama.cpp: ${text}`);
+    else if (level === LlamaLogLevel.warn) log("debug", `llama.cpp: ${text}`);
+  };
+  const common = { build: "never" as const, progressLogs: false, logLevel: LlamaLogLevel.warn, logger };
+  runtimePromise = (async () => {
+    const skipped: Runtime["skipped"] = [];
+    let supported: GpuBackend[] = [];
+    if (preference === "auto") {
+      const [valid, found] = await Promise.all([
+        getLlamaGpuTypes("allValid").catch((): GpuBackend[] => []),
+        getLlamaGpuTypes("supported").catch((): GpuBackend[] => [false]),
+      ]);
+      supported = found;
+      for (const gpu of valid)
+        if (gpu !== false && !found.includes(gpu)) skipped.push({ backend: gpu, reason: "no driver or prebuilt binary found" });
+    }
+    for (const gpu of gpuCandidates(preference, supported)) {
+      try {
+        const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
+        if (gpu === false && preference !== "cpu") {
+          const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
+          log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);
+        }
+        return { llama, skipped };
+      } catch (err) {
+        if (gpu === false) throw err;
+        skipped.push({ backend: backendName(gpu), reason: (err as Error).message || (err as Error).name });
+        log?.("debug", `The ${backendName(gpu)} backend is not usable: ${(err as Error).message}`);
+      }
+    }
+    throw new Error("No llama.cpp backend could be loaded.");
+  })();
+  runtimePromise.catch(() => {
+    runtimePromise = null;
+    runtimePreference = null;
+  });
+  return runtimePromise;
+}
+
+/**
+ * For the CPU, a build made on this machine (`svc engine build`) comes before the prebuilt binaries; one that
+ * does not load is reported and passed over.
+ */
+async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, log?: RuntimeLog): Promise<Llama | null> {
+  try {
+    return await loadEngineBuild(options);
+  } catch (err) {
+    log?.("warn", `The llama.cpp built on this machine (svc engine build) did not load (${(err as Error).message}); using the prebuilt binaries.`);
+    return null;
+  }
+}
+
+/** One Llama runtime per process; GPU auto-detection falls back to the CPU binaries. */
+export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?: RuntimeLog): Promise<Llama> {
+  return (await loadRuntime(preference, log)).llama;
+}
+
+export async function describeGpu(llama: Llama, skipped: Runtime["skipped"] = []): Promise<GpuInfo> {
+  const backend = llama.gpu === false ? "cpu" : llama.gpu;
+  const build = llama.buildType === "localBuild" ? "local" : "prebuilt";
+  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped, build };
+  const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
+  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped, build };
+}
+
+/** Loads the runtime (if needed) and says what it runs on; the health probe shows this before any model loads. */
+export async function detectGpu(preference: GpuPreference = "auto", log?: RuntimeLog): Promise<GpuInfo> {
+  const runtime = await loadRuntime(preference, log);
+  return describeGpu(runtime.llama, runtime.skipped);
+}
+
+/** Fresh free-memory figures for the runtime already loaded; null before one is. */
+export async function currentGpu(): Promise<GpuInfo | null> {
+  if (!runtimePromise) return null;
+  const runtime = await runtimePromise.catch(() => null);
+  return runtime ? describeGpu(runtime.llama, runtime.skipped) : null;
+}
