@@ -1,5 +1,5 @@
 // Runs the real CLI (`node bin/svc.js`) as users do: a server on a free loopback port, keys from the CLI.
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,8 +25,25 @@ export function tempDataDir(): string {
   return dir;
 }
 
-/** Removes every data dir tempDataDir made in this test file (its servers have stopped by then). */
-export function removeTempDataDirs(): void {
+/** Servers startSvc started in this test file that have not exited yet. */
+const liveServers = new Set<ChildProcess>();
+
+/**
+ * Removes every data dir tempDataDir made in this test file. A server the file did not stop (its afterAll
+ * failed or timed out) is killed first: left running, it would write its lock and database into the removed
+ * dir again, and the folder would stay behind in the temp folder.
+ */
+export async function removeTempDataDirs(): Promise<void> {
+  await Promise.all(
+    [...liveServers].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once("exit", () => resolve());
+          child.kill("SIGKILL");
+        }),
+    ),
+  );
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   tempDirs.clear();
 }
@@ -68,6 +85,8 @@ export async function startSvc(
     env: { ...process.env, SVC_LOG_LEVEL: "warn", ...options.env },
     stdio: ["pipe", "pipe", "pipe"],
   });
+  liveServers.add(child);
+  child.once("exit", () => liveServers.delete(child));
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
