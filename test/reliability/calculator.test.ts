@@ -13,7 +13,7 @@ import { CalculatorPool } from "../../server/features/agent/calculator-pool.js";
 import { ToolBox, type AgentFiles } from "../../server/features/agent/tools.js";
 import { FakeEngine, outcome } from "../support/fake-engine.js";
 import { writeTinyModel } from "../../resources/test-model/cli.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, pollHealth, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 const K3 = "[1,2,3;4,5,6;7,8,9]";
@@ -179,20 +179,10 @@ describe("the issue's bomb through a real server's agent run (a model scripted t
     // engine, whatever the tools) is not what this test is about.
     expect((await runAgent({ model: "svc-fast", input: "Hi.", tools: [{ type: "current_time" }], tool_choice: { type: "current_time" }, max_steps: 2 })).status).toBe(200);
     await (await fetch(`${server.url}/health`)).text();
-    const latencies: number[] = [];
-    let polling = true;
-    const poll = (async () => {
-      while (polling) {
-        const started = performance.now();
-        await (await fetch(`${server.url}/health`)).text();
-        latencies.push(performance.now() - started);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const health = pollHealth(server.url, 10);
     const res = await runAgent({ model: "svc-fast", input: "Work it out.", tools: [{ type: "calculator" }], tool_choice: { type: "calculator" }, temperature: 0, max_steps: 2 });
     const run = (await res.json()) as { status: string; steps: Array<{ type: string; arguments?: string; error?: { code: string } | null }> };
-    polling = false;
-    await poll;
+    const latencies = await health.stop();
     expect(res.status).toBe(200);
     expect(run.status).toBe("completed");
     const step = run.steps.find((s) => s.type === "tool_call")!;

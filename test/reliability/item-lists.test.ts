@@ -10,7 +10,7 @@ import { JsonTextScanner, type JsonTextLimits } from "../../server/core/json-sca
 import { MAX_BODY_VALUES } from "../../server/http/body-limits.js";
 import { MAX_CONTENT_PARTS, MAX_INPUT_ITEMS, MAX_TOOLS } from "../../server/surfaces/list-limits.js";
 import { FakeEngine } from "../support/fake-engine.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, pollHealth, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 import { buildTestApp, type TestApp } from "../support/test-app.js";
 
 /** `count` copies of `item` as a JSON array's text (JSON.stringify of a million objects is slow itself). */
@@ -176,22 +176,12 @@ describe("what a body of many items costs follows its bytes (a real server)", ()
 
   /** The longest /health answer while `body` is posted to /v1/responses (polled from this process), and the answer. */
   async function stallDuring(body: Uint8Array<ArrayBuffer>): Promise<{ stallMs: number; status: number; error: { code: string; param: string } }> {
-    const latencies: number[] = [];
-    let polling = true;
-    const poll = (async () => {
-      while (polling) {
-        const started = performance.now();
-        await (await fetch(`${server.url}/health`)).text();
-        latencies.push(performance.now() - started);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    })();
+    const health = pollHealth(server.url);
     await new Promise((r) => setTimeout(r, 100));
     const res = await fetch(`${server.url}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
     const error = ((await res.json()) as { error: { code: string; param: string } }).error;
     await new Promise((r) => setTimeout(r, 100));
-    polling = false;
-    await poll;
+    const latencies = await health.stop();
     expect(latencies.length).toBeGreaterThan(5);
     return { stallMs: Math.max(...latencies), status: res.status, error };
   }

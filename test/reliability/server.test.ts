@@ -5,7 +5,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { connect } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, pollHealth as pollHealthOf, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 const REQUEST_TIMEOUT_S = 2;
 let server: SvcServer;
@@ -35,27 +35,7 @@ afterAll(async () => {
 
 const port = () => Number(new URL(server.url).port);
 
-/** Polls /health back to back until stopped; returns each answer's latency in ms. */
-function pollHealth(): { stop: () => Promise<number[]> } {
-  const latencies: number[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const started = performance.now();
-      const res = await fetch(`${server.url}/health`);
-      await res.text();
-      latencies.push(performance.now() - started);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      return latencies;
-    },
-  };
-}
+const pollHealth = () => pollHealthOf(server.url);
 
 function chat(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${server.url}/v1/chat/completions`, {

@@ -148,3 +148,24 @@ export function enginePid(server: SvcServer): number {
   }
   throw new Error(`no engine process under the server ${parent}`);
 }
+
+/** Polls a server's /health back to back (every intervalMs) until stopped; returns each answer's latency in ms. */
+export function pollHealth(url: string, intervalMs = 5): { stop: () => Promise<number[]> } {
+  const latencies: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      await (await fetch(`${url}/health`)).text();
+      latencies.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return latencies;
+    },
+  };
+}
