@@ -66,7 +66,7 @@ const traced: Record<string, (call: (...a: unknown[]) => unknown, args: unknown[
     return call(...args);
   },
   decodeBatch: (call, args) => traceDecode(call, args, false),
-  // `svc engine build`'s binaries: the decode and its samplings in one job (step-loop.ts, `dispatch`).
+  // `svc engine build`'s binaries: the decode and its samplings in one job (slot-loop.ts, `dispatch`).
   decodeBatchAndSample: (call, args) => traceDecode(call, args, true),
   sampleToken: (call, args) =>
     (call(...args) as Promise<unknown>).then((v) => {

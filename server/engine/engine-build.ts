@@ -19,9 +19,9 @@
 // copied into the addon's source as llama/addon/svc/ for the build) with the declarations and call sites it
 // needs added by one small patch (resources/engine-patches/addon-hooks.patch): a thread pool kept for each
 // context's life instead of threads started and joined for every decode (docs/performance.md, section 13), a
-// lone generation's tokens decoded and sampled on a thread of the addon's own (section 14; step-loop.ts
+// lone generation's tokens decoded and sampled on a thread of the addon's own (section 14; slot-loop.ts
 // `solo`), and the tokens of a step of several sequences sampled in the job that decodes it (section 17;
-// step-loop.ts `dispatch`); and one patch to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies
+// slot-loop.ts `dispatch`); and one patch to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies
 // each weight row by all of their tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86;
 // section 21). Everything is put back as it was after the build.
 //

@@ -31,15 +31,9 @@ import type { TokenLogprob, ToolCall, ToolDefinition } from "../core/inference.j
 import type { PromptSyntax } from "./prompt.js";
 import { TextTriggerMatcher } from "./text-matcher.js";
 import { TokenTextDecoder } from "./token-decoder.js";
-import { metadataFor, scoreToken, type SampledToken } from "./token-probabilities.js";
+import { metadataFor, scoreToken, type SampledToken, type TokenMetadata } from "./token-probabilities.js";
 import { Utf8State, Utf8TokenGuard } from "./utf8-guard.js";
 import type { EngineEvent, EngineOutcome, EngineRequest, ScoredToken } from "./types.js";
-
-/** What llama.cpp is asked to report with each sampled token (nothing, unless the request scores tokens). */
-export interface TokenMetadata {
-  confidence?: boolean;
-  probabilities?: boolean;
-}
 
 export interface CompiledGrammars {
   /** Grammar for the answer (json_object / json_schema output), if any. */
@@ -65,10 +59,9 @@ export interface GenerationSetup {
   grammars: CompiledGrammars;
   signal: AbortSignal;
   /**
-   * Starts an evaluation on the sequence: the engine's one decision of how a token is produced (the step loop,
-   * or node-llama-cpp's evaluate paced by the decode round; llama-engine.ts). `more` says, when a token has
-   * just been sampled, how many more tokens the generation can take after it (its budgets; 0: none): the step
-   * loop decodes tokens ahead only within it.
+   * Starts an evaluation on the sequence: feeds the tokens, then yields sampled tokens (the context's slot
+   * loop, slot-loop.ts). `more` says, when a token has just been sampled, how many more tokens the generation
+   * can take after it (its budgets; 0: none): the loop decodes tokens ahead only within it.
    */
   evaluate: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number) => AsyncIterable<SampledToken>;
 }

@@ -23,7 +23,6 @@ import {
 } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../core/errors.js";
 import { fullCollection } from "../core/gc.js";
-import { DecodeRound, pacedTokens } from "./decode-round.js";
 import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
@@ -47,11 +46,9 @@ import {
   type Offload,
 } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
-import type { SampledToken } from "./token-probabilities.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
-import { queuedSequenceOf, sequenceOrderedStrategy } from "./batch-order.js";
-import { StepLoop, tokenPathsFromEnvironment, type TokenPaths } from "./step-loop.js";
+import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 import { describeGpu, loadRuntime } from "./llama-runtime.js";
@@ -190,7 +187,7 @@ async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>,
 export class LlamaEngine implements Engine {
   private readonly grammarCache = new Map<string, Promise<LlamaGrammar>>();
   private closed = false;
-  private readonly steps: StepLoop;
+  private readonly loop: SlotLoop;
   /** Warm start, when it is on (set right after construction). */
   warm: WarmStart | null = null;
 
@@ -199,7 +196,6 @@ export class LlamaEngine implements Engine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly pool: SequencePool,
-    private readonly round: DecodeRound,
     private readonly wrappers: { thinking: ChatWrapper; fast: ChatWrapper },
     private readonly syntax: PromptSyntax,
     private readonly info: LoadedModelInfo,
@@ -209,8 +205,8 @@ export class LlamaEngine implements Engine {
     private readonly tokenizeTimeoutMs: number,
     tokenPaths: TokenPaths,
   ) {
-    // How a token is produced is decided here, once, from the binaries and the load's options.
-    this.steps = new StepLoop(context, model, round.schedule, tokenPaths);
+    // How a token is produced is decided here, once, from the binaries, the model and the load's options.
+    this.loop = new SlotLoop(context, model, tokenPaths);
   }
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -267,24 +263,19 @@ export class LlamaEngine implements Engine {
           `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens${kvNote} ` +
             `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
         );
-      const round = new DecodeRound();
       let context: LlamaContext | undefined;
-      const batching = {
-        dispatchSchedule: round.schedule,
-        itemPrioritizationStrategy: sequenceOrderedStrategy(queuedSequenceOf(() => context)),
-      };
       let kvCache = plan.kvCache;
       let held = memory;
       const kvOptions = () => (kvCache === "q8_0" ? QUANTIZED_KV : {});
       try {
-        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, batching, ...kvOptions() });
+        context = await model.createContext({ contextSize: plan.contextSize, sequences: plan.sequences, threads, ...kvOptions() });
       } catch (err) {
         if (!plan.auto.contextSize && kvCache === "f16") throw err;
         // The estimate was off (or this backend has no 8-bit KV cache): let the library find the largest
         // context that fits, up to the planned one, with the default KV cache.
         options.log?.("warn", `A context of ${plan.contextSize} tokens${kvNote} did not load (${(err as Error).message}); trying smaller.`);
         kvCache = "f16";
-        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads, batching });
+        context = await model.createContext({ contextSize: { min: 512, max: plan.contextSize }, sequences: plan.sequences, threads });
         // The memory held no more than what loaded.
         held = { ...memory, budgetBytes: Math.min(budget, estimateContextBytes(memory.costs[0]!, context.contextSize, plan.sequences)) };
       }
@@ -354,8 +345,8 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
-      options.log?.("debug", `Tokens are produced by ${engine.steps.describe()}.`);
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
+      options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
       if (options.warmStart)
         engine.warm = new WarmStart(
           {
@@ -411,7 +402,6 @@ export class LlamaEngine implements Engine {
     const lease = await this.pool.acquire(promptTokens, request.sessionId);
     let warmed: { held: number; cached: number };
     try {
-      // Before the round counts this sequence among those generating (it reads or restores its prefix first).
       warmed = this.warm ? await this.warmUp(request, promptTokens, lease, budget) : { held: lease.cachedTokens, cached: lease.cachedTokens };
     } catch (err) {
       lease.release();
@@ -422,7 +412,6 @@ export class LlamaEngine implements Engine {
       return;
     }
     const { held, cached: cachedTokens } = warmed;
-    const member = this.round.member();
     try {
       const sequence = lease.sequence;
       const generation = runGeneration({
@@ -436,20 +425,11 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
-        // Plain-text steps are decoded by the step loop (step-loop.ts), which keeps its batches together by
-        // itself; prompts, grammars and probabilities by node-llama-cpp's evaluate, paced by the round.
-        evaluate: (tokens, metadata, options, more) => {
-          if (this.steps.qualifies(sequence, metadata, options)) {
-            member.away();
-            return this.steps.evaluate(sequence, tokens, options, more) as AsyncGenerator<SampledToken, void, unknown>;
-          }
-          return pacedTokens(sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<SampledToken, void, unknown>, member);
-        },
+        evaluate: (tokens, metadata, options, more) => this.loop.evaluate(sequence, tokens, metadata, options, more, signal),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - cachedTokens));
     } finally {
-      member.leave();
       lease.release();
     }
   }
@@ -484,7 +464,7 @@ export class LlamaEngine implements Engine {
         await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
         return { held: 0, cached: 0 };
       }
-      await sequence.evaluateWithoutGeneratingNewTokens(promptTokens.slice(cached, prefix));
+      await this.loop.read(sequence, promptTokens.slice(cached, prefix));
       await warm.save(sequence, key, prefix);
       return { held: prefix, cached };
     } catch (err) {

@@ -86,9 +86,9 @@ interface ContextBinding {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): unknown;
   setThreads(threads: number): unknown;
   decodeBatch(): Promise<unknown>;
-  /** Only in `svc engine build`'s binaries: a lone generation's steps on the addon's own thread (step-loop.ts). */
+  /** Only in `svc engine build`'s binaries: a lone generation's steps on the addon's own thread (slot-loop.ts). */
   runSolo?(...args: unknown[]): unknown;
-  /** Only in `svc engine build`'s binaries: a step's decode and its samplings in one job (step-loop.ts). */
+  /** Only in `svc engine build`'s binaries: a step's decode and its samplings in one job (slot-loop.ts). */
   decodeBatchAndSample?(...args: unknown[]): Promise<unknown>;
 }
 

@@ -10,6 +10,12 @@
 // probabilities renormalised over the kept candidates (see docs/api.md, "Glassbox").
 import type { Token } from "node-llama-cpp";
 
+/** What llama.cpp is asked to report with each sampled token (nothing, unless the request scores tokens). */
+export interface TokenMetadata {
+  confidence?: boolean;
+  probabilities?: boolean;
+}
+
 export interface SampledToken {
   token: Token;
   /** The chosen token's probability as llama.cpp reports it (after the sampler chain). */

@@ -1,5 +1,5 @@
-// The real engine with several sequences generating at once (they share llama.cpp batches, paced by
-// the step loop and decode-round.ts): same answers as alone, no stream held up by another that stalls or is cancelled.
+// The real engine with several sequences generating at once (they share llama.cpp batches, filled by
+// the slot loop): same answers as alone, no stream held up by another that stalls or is cancelled.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -81,7 +81,7 @@ describe("LlamaEngine with 4 sequences", () => {
     } finally {
       undo();
     }
-    // How many steps hold all four is decode-round's business (and the machine's load); here, that shared
+    // How many steps hold all four is the slot loop's business (and the machine's load); here, that shared
     // batches happened at all, and their order.
     const shared = batches.filter((b) => b.length > 1);
     expect(shared.length).toBeGreaterThanOrEqual(20);
@@ -92,12 +92,12 @@ describe("LlamaEngine with 4 sequences", () => {
   // These watch the token-by-token path at the binding: with `svc engine build`'s binaries present, a lone
   // answer's steps would run solo, and steps sample in their decode's job (both tested in test/engine-build),
   // so they run on the engine loaded with those paths off.
-  it("takes plain-text steps on the step loop, whose node-llama-cpp shapes are all there", async () => {
+  it("produces every token on the slot loop, whose node-llama-cpp shapes are all there", async () => {
     // Without them the loop turns itself off and every token goes through sequence.evaluate: slower, and
     // silently so; this test says so when a node-llama-cpp update moves them.
-    const steps = (engine as unknown as { steps: { available: boolean } }).steps;
-    expect(steps.available).toBe(true);
-    expect((tokenByToken as unknown as { steps: { paths: object } }).steps.paths).toEqual({ solo: false, stepSampling: false });
+    const loop = (engine as unknown as { loop: { available: boolean } }).loop;
+    expect(loop.available).toBe(true);
+    expect((tokenByToken as unknown as { loop: { paths: object } }).loop.paths).toEqual({ solo: false, stepSampling: false });
     let samples = 0;
     const undo = spyOnBinding((tokenByToken as unknown as { context: object }).context, (method) => {
       if (method === "sampleToken") samples++;
@@ -107,23 +107,24 @@ describe("LlamaEngine with 4 sequences", () => {
     } finally {
       undo();
     }
-    // Every token sampled once, all by the loop (node-llama-cpp reads the prompt without sampling).
+    // Every token sampled once, all by the loop, the first one after the prompt in the prompt's own batch.
     expect(samples).toBe(32);
   });
 
   it("decodes nothing past an answer that ends at max_tokens (no token decoded ahead to take back)", async () => {
-    const steps: number[] = [];
+    const adds: Array<{ position: number; length: number }> = [];
     const undo = spyOnBinding((tokenByToken as unknown as { context: object }).context, (method, args) => {
-      if (method === "addToBatch" && (args[2] as Uint32Array).length === 1) steps.push(args[1] as number);
+      if (method === "addToBatch") adds.push({ position: args[1] as number, length: (args[2] as Uint32Array).length });
     });
     try {
       expect((await answer(ask("a budget", 12), undefined, tokenByToken)).tokens).toBe(12);
     } finally {
       undo();
     }
-    // The prompt's last token, then tokens 1 to 11 at the positions after it; the 12th ends the answer.
-    expect(steps.length).toBe(12);
-    expect(steps.slice(1)).toEqual(steps.slice(1).map((_, i) => steps[0]! + 1 + i));
+    // The prompt (what the cache did not hold of it) in one feed, then tokens 1 to 11 at the positions after
+    // it, one each; the 12th ends the answer.
+    const promptEnd = adds[0]!.position + adds[0]!.length;
+    expect(adds.slice(1)).toEqual(Array.from({ length: 11 }, (_, i) => ({ position: promptEnd + i, length: 1 })));
   });
 
   it("keeps the other streams generating while one stalls (its reader stops pulling events)", async () => {

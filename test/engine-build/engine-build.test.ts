@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { engineBuildOptions, engineBuildStore, findEngineBuilds, llamaCppSourceDirectory, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
-import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/step-loop.js";
+import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/slot-loop.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
 import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
@@ -60,7 +60,7 @@ function decodeThreads(): { build: string; before: number; afterFirst: number; a
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as ReturnType<typeof decodeThreads>;
 }
 
-/** The step loop's paths on the build (solo runs, samplings in the decode's job) against node-llama-cpp's evaluate (test/support/solo-steps.ts), in a fresh process. */
+/** The slot loop's paths on the build (solo runs, samplings in the decode's job) against node-llama-cpp's evaluate (test/support/solo-steps.ts), in a fresh process. */
 type RunFacts = { runs: number; longest: number; sampled: number; deliveries: number; distinct?: number; stepSamplings?: number; [fact: string]: unknown };
 type SoloFacts = { build: string } & Partial<
   Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled" | "together", Record<string, unknown>> & {

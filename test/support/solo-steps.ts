@@ -1,4 +1,4 @@
-// The step loop's paths that need `svc engine build`'s binaries against node-llama-cpp's own evaluate, with
+// The slot loop's paths that need `svc engine build`'s binaries against node-llama-cpp's own evaluate, with
 // the build the server would load, in a process of its own; prints what it found as JSON: solo runs
 // (resources/engine-native/solo-loop.cpp) and a step's samplings in its decode's job (step-sampling.cpp).
 // Run by test/engine-build/engine-build.test.ts: node --import tsx test/support/solo-steps.ts
@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
-import { AHEAD_WAIT_MS, StepLoop } from "../../server/engine/step-loop.js";
+import { AHEAD_WAIT_MS, SlotLoop } from "../../server/engine/slot-loop.js";
 import { spyOnBinding } from "./binding-spy.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-solo-"));
@@ -78,7 +78,7 @@ const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Rec
   const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0), deliveries };
   return { value, calls: { ...calls }, runs };
 };
-const loop = new StepLoop(context, model, (dispatch) => dispatch());
+const loop = new SlotLoop(context, model);
 const greedy: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true };
 const results: Record<string, unknown> = { build: "local" };
 
@@ -87,7 +87,7 @@ const results: Record<string, unknown> = { build: "local" };
   const ours = context.getSequence();
   const theirs = context.getSequence();
   const p = prompt("tell me about herons");
-  const a = await counted(() => take(loop.evaluate(ours, p, greedy), 150));
+  const a = await counted(() => take(loop.evaluate(ours, p, {}, greedy), 150));
   const b = await take(theirs.evaluateWithMetadata(p, {}, greedy), 150);
   results.greedy = { sameTokens: same(a.value, b), sameState: state(ours) === state(theirs), ...a.runs, stepDecodes: (a.calls.decodeBatch ?? 0) - 1, samplings: a.calls.sampleToken ?? 0 };
   ours.dispose();
@@ -98,7 +98,7 @@ const results: Record<string, unknown> = { build: "local" };
   const p = prompt("a seeded answer");
   const options: SequenceEvaluateOptions = { temperature: 1.2, seed: 5, yieldEogToken: true };
   const ours = context.getSequence();
-  const a = await counted(() => take(loop.evaluate(ours, p, options), 80));
+  const a = await counted(() => take(loop.evaluate(ours, p, {}, options), 80));
   ours.dispose();
   const theirs = context.getSequence();
   const b = await take(theirs.evaluateWithMetadata(p, {}, options), 80);
@@ -111,7 +111,7 @@ const results: Record<string, unknown> = { build: "local" };
   const p = prompt("a budget of ten");
   let taken = 0;
   const a = await counted(async () => {
-    for await (const _ of loop.evaluate(s, p, greedy, () => 10 - (taken + 1))) if (++taken === 10) break;
+    for await (const _ of loop.evaluate(s, p, {}, greedy, () => 10 - (taken + 1))) if (++taken === 10) break;
   });
   results.budget = { next: s.nextTokenIndex - p.length, ...a.runs };
   s.dispose();
@@ -127,8 +127,8 @@ const results: Record<string, unknown> = { build: "local" };
   const [s1, s2] = [context.getSequence(), context.getSequence()];
   let second: Promise<Token[]> | null = null;
   const a = await counted(async () => {
-    const first = await take(loop.evaluate(s1, prompt("first of two"), greedy), 60, (n) => {
-      if (n === 20) second = take(loop.evaluate(s2, prompt("second of two"), greedy), 60);
+    const first = await take(loop.evaluate(s1, prompt("first of two"), {}, greedy), 60, (n) => {
+      if (n === 20) second = take(loop.evaluate(s2, prompt("second of two"), {}, greedy), 60);
     });
     return [first, await second!];
   });
@@ -141,7 +141,7 @@ const results: Record<string, unknown> = { build: "local" };
   // later and lets the context go, so node-llama-cpp's own work on another sequence (a prompt read) goes
   // ahead meanwhile; the tokens decoded past what the reader took are taken out again.
   const [s1, s2] = [context.getSequence(), context.getSequence()];
-  const tokens = loop.evaluate(s1, prompt("a stalled reader"), greedy)[Symbol.asyncIterator]();
+  const tokens = loop.evaluate(s1, prompt("a stalled reader"), {}, greedy)[Symbol.asyncIterator]();
   for (let i = 0; i < 5; i++) await tokens.next();
   const read = s2.evaluateWithoutGeneratingNewTokens(prompt("read while the other stalls")).then(() => "read");
   const outcome = await Promise.race([read, new Promise((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5000))]);
@@ -168,10 +168,10 @@ const results: Record<string, unknown> = { build: "local" };
     aloneState.push(after(s, text));
     s.dispose();
   }
-  const batched = new StepLoop(context, model, (dispatch) => process.nextTick(dispatch));
+  const batched = new SlotLoop(context, model);
   await sequencesFree(3);
   const seqs = texts.map(() => context.getSequence());
-  const a = await counted(() => Promise.all(texts.map((text, i) => take(batched.evaluate(seqs[i]!, prompt(text), greedy), 40))));
+  const a = await counted(() => Promise.all(texts.map((text, i) => take(batched.evaluate(seqs[i]!, prompt(text), {}, greedy), 40))));
   results.together = {
     sameTokens: same(a.value, alone),
     sameState: seqs.every((s, i) => after(s, texts[i]!) === aloneState[i]),
@@ -194,7 +194,7 @@ const results: Record<string, unknown> = { build: "local" };
     Promise.all(
       texts.map(async (text, i) => {
         const out: Token[] = [];
-        for await (const { token } of batched.evaluate(slowSeqs[i]!, prompt(text), greedy)) {
+        for await (const { token } of batched.evaluate(slowSeqs[i]!, prompt(text), {}, greedy)) {
           out.push(token);
           if (i < 2) await new Promise((r) => setTimeout(r, 2));
           else if (out.length % 3 === 0) await new Promise((r) => setTimeout(r, AHEAD_WAIT_MS * 4));
@@ -222,7 +222,7 @@ const results: Record<string, unknown> = { build: "local" };
   const s = context.getSequence();
   const punish: Token[] = [];
   const options: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true, repeatPenalty: { punishTokens: () => punish, penalty: 1.3 } };
-  const a = await counted(() => take(loop.evaluate(s, prompt("penalties"), options), 20, () => undefined));
+  const a = await counted(() => take(loop.evaluate(s, prompt("penalties"), {}, options), 20, () => undefined));
   results.penalties = { runs: a.runs.runs, samplings: a.calls.sampleToken ?? 0 };
   s.dispose();
 }

@@ -1,9 +1,16 @@
-// Why one file (over 400 lines): StepLoop is one scheduler of one context's batches: qualifying a sequence,
-// dispatching a step, decoding ahead, taking a token back and the native solo run all read and change the
-// same state (the queued steps, the tokens decoded ahead, the dispatch under way, the solo run's interrupt);
-// the comment below is its design, and issue 37's slot loop is to replace it as one piece.
+// Why one file (over 400 lines): the slot loop is the one scheduler of a context's batches: queuing a feed,
+// filling a batch, decoding ahead, taking a token back and the native solo run all read and change the same
+// state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's interrupt); the
+// comment below is its design.
 //
-// Generation steps of plain text, decoded and sampled by us on node-llama-cpp's binding.
+// How every token of a context is produced: one slot loop per context, in the style of llama-server's
+// `update_slots`. Each evaluation (a prompt and the answer after it, a forced feed, a warm start's read) queues
+// its feed here; each batch takes every queued feed it has room for, in ascending sequence order, a long
+// prompt in chunks (the generating sequences' tokens first, so a prompt never holds their steps up), decodes,
+// and samples each sequence whose feed is done with its own sampler: grammars, penalties, token biases and
+// token probabilities alike. The choice of how tokens are made is taken once, when the model loads
+// (`SlotLoop`'s constructor: the binding's shapes, the model's need for context checkpoints, the engine
+// build's native paths), never per call.
 //
 // node-llama-cpp's `sequence.evaluate` spends 350 to 400 µs of JavaScript per token between the decode and
 // the sampling and back (its generator, batch queue, locks and sampler set-up), on top of the two trips
@@ -18,23 +25,21 @@
 // do not change from token to token, it is done in the decode's job and the token kept for the ask; see
 // `dispatch`). A generation that stops or turns instead has the token taken back out (see Ahead below).
 //
-// A prompt (or any feed longer than a few tokens) is read by node-llama-cpp, which splits it into batches
-// and frees space by context shift, all but its last token, which is decoded here with the first step.
-// Phases with a grammar or token probabilities, models that need context checkpoints and a sequence near
-// the end of its context stay on `evaluate` altogether.
-//
 // With `svc engine build`'s binaries, a lone generation's steps go further: the addon decodes, samples and
 // decodes ahead on a thread of its own, with no trip through JavaScript between two tokens (see `solo`).
 //
-// What this relies on in node-llama-cpp 3.22 (not public API; `available` checks the shapes, and without
-// them everything stays on `evaluate`): the context's binding (`_ctx`: initBatch, addToBatch, decodeBatch,
-// sampleToken), its sampler class (`_llama._bindings.AddonSampler`), the sequence's id, next position and
-// token record (`_sequenceId`, `_nextTokenIndex`, `_contextTokens`, updated here exactly as its own decode
-// does), its sampler settings (`_resolveSamplerConfig`), and the context lock its own batches hold
-// (lifecycle-utils `withLock([context, "context"])`), so that our batches and its own never interleave.
+// What this relies on in node-llama-cpp (pinned; not public API; the constructor checks the shapes, and
+// without them, or for models that need context checkpoints, every token comes from node-llama-cpp's own
+// `evaluateWithMetadata`): the context's binding (`_ctx`: initBatch, addToBatch, decodeBatch, sampleToken),
+// its sampler class (`_llama._bindings.AddonSampler`), the sequence's id, next position and token record
+// (`_sequenceId`, `_nextTokenIndex`, `_contextTokens`, updated here exactly as its own decode does), its
+// sampler settings (`_resolveSamplerConfig`), and the context lock its own batches hold (lifecycle-utils
+// `withLock([context, "context"])`), so that its work (erasing, saving and loading states) never interleaves
+// with our batches.
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
+import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
 /**
  * The context lock is lifecycle-utils' `withLock` on the context: shared with node-llama-cpp only if both
@@ -51,14 +56,15 @@ function sharesLockModule(): boolean {
 }
 const SHARED_LOCKS = sharesLockModule();
 
-/** Feeds up to this long are decoded here; longer ones (prompts) go through `sequence.evaluate`. */
+/** Feeds up to this long count as a generation's step (batched first); longer ones are prompts, read in chunks. */
 export const MAX_STEP_FEED = 8;
 
 interface Binding {
   initBatch(size: number): void;
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
-  sampleToken(batchLogitIndex: number, sampler: unknown): Promise<number>;
+  /** With probabilities or confidence asked for: [token, [token, probability, ...]?, confidence?]. */
+  sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, number[]?, number?]>;
   /** Only in `svc engine build`'s binaries (resources/engine-native/solo-loop.cpp); see `solo` below. */
   runSolo?(
     sequenceId: number,
@@ -89,21 +95,23 @@ interface SequenceInternals {
   _sequenceId: number;
   _nextTokenIndex: number;
   _contextTokens: Token[];
-  _loadedTokenPredictions?: unknown[];
-  needsCheckpoints?: boolean;
   _resolveSamplerConfig(options: SequenceEvaluateOptions): unknown;
 }
 
 /** One evaluation on the loop: its sequence, its sampler and options, and the token decoded ahead for it. */
 interface Track {
   sequence: SequenceInternals;
-  sampler: Sampler;
+  /** Null for a read (a prompt prefix decoded without sampling). */
+  sampler: Sampler | null;
   options: SequenceEvaluateOptions;
+  metadata: TokenMetadata;
   /** How many more tokens the generation can take after the one just sampled (decoded ahead only if any). */
   more: () => number;
+  /** The request's: once it is aborted, what is left of its feed is not decoded (a long prompt stops within a batch). */
+  signal: AbortSignal | undefined;
   ahead: Ahead | null;
   closed: boolean;
-  /** Its sampler settings are the same for every token (`samplesAhead`): applied once, not for each token. */
+  /** Its sampler settings are the same for every token and nothing is reported with a token (`samplesAhead`). */
   fixed: boolean;
   configured: boolean;
 }
@@ -133,17 +141,19 @@ interface Ahead {
    */
   presampled: Token | undefined;
   /** The generation's ask; resolved with null when it must be decoded again (it went stale). */
-  ask: { resolve(token: Token | null): void; reject(err: unknown): void } | null;
+  ask: { resolve(token: SampledToken | null): void; reject(err: unknown): void } | null;
   /** Settles when the dispatch that took it is done with it. */
   settled: Promise<void>;
   settle(): void;
   error: unknown;
 }
 
-interface Step {
+/** A feed waiting for the batches: what is left of it, and whether its last token's logits are sampled. */
+interface Feed {
   track: Track;
-  feed: Token[];
-  resolve(token: Token): void;
+  tokens: Token[];
+  sample: boolean;
+  resolve(token: SampledToken | null): void;
   reject(err: unknown): void;
 }
 
@@ -154,10 +164,6 @@ interface Step {
  * its token again when it asks.
  */
 export const AHEAD_WAIT_MS = 4;
-
-export interface SampledStep {
-  token: Token;
-}
 
 /** The most tokens one solo run samples before it hands the context back (and a new run starts). */
 export const SOLO_MAX_SAMPLES = 32;
@@ -199,22 +205,44 @@ function budget(track: Track): number {
 
 /**
  * Whether a track's next token may be sampled before its generation asks for it (in a solo run, or in its
- * decode's job): its sampler settings do not change from token to token. Repeat penalties read the tokens
- * the generation has taken in, and a bias function may answer differently each time.
+ * decode's job): its sampler settings do not change from token to token and nothing is reported with the
+ * token. Repeat penalties read the tokens the generation has taken in, a bias function may answer
+ * differently each time, and a grammar's state moves with every token the generation keeps.
  */
-function samplesAhead(options: SequenceEvaluateOptions): boolean {
-  return !options.repeatPenalty && !options.dryRepeatPenalty && typeof options.tokenBias !== "function";
+function samplesAhead(options: SequenceEvaluateOptions, metadata: TokenMetadata): boolean {
+  return (
+    !options.repeatPenalty &&
+    !options.dryRepeatPenalty &&
+    typeof options.tokenBias !== "function" &&
+    options.grammarEvaluationState == null &&
+    !metadata.probabilities &&
+    !metadata.confidence
+  );
 }
 
 /**
  * Applies the track's sampler settings before a sampling: every time where they change from token to token
- * (repeat penalties read the tokens taken in), once where they do not. Resolving and applying them cost
- * 40 to 50 µs a sequence in a step of four (a sixth of the JavaScript between two decodes).
+ * (repeat penalties read the tokens taken in, a grammar's state), once where they do not. Resolving and
+ * applying them cost 40 to 50 µs a sequence in a step of four (a sixth of the JavaScript between two decodes).
  */
 function configure(track: Track): void {
   if (track.fixed && track.configured) return;
-  track.sampler.applyConfig(track.sequence._resolveSamplerConfig(track.options));
+  track.sampler!.applyConfig(track.sequence._resolveSamplerConfig(track.options));
   track.configured = true;
+}
+
+/** What the binding's sampling returns, as the generation reads it (node-llama-cpp's `evaluateWithMetadata` shape). */
+function sampledFrom(result: number | [number, number[]?, number?]): SampledToken {
+  if (typeof result === "number") return { token: result as Token };
+  const [token, pairs, confidence] = result;
+  const sampled: SampledToken = { token: token as Token };
+  if (pairs != null) {
+    const probabilities = new Map<Token, number>();
+    for (let i = 1; i < pairs.length; i += 2) probabilities.set(pairs[i - 1] as Token, pairs[i]!);
+    sampled.probabilities = probabilities;
+  }
+  if (confidence != null) sampled.confidence = confidence;
+  return sampled;
 }
 
 /** The queue of those waiting for a lifecycle-utils lock (not public API; the solo loop stays off without it). */
@@ -223,31 +251,36 @@ function lockWaiters(lock: object): { isEmpty: boolean } | null {
   return queue && typeof queue.isEmpty === "boolean" ? (queue as { isEmpty: boolean }) : null;
 }
 
-export class StepLoop {
-  private pending: Step[] = [];
+/** Whether a model needs node-llama-cpp's context checkpoints (recurrent, hybrid, or sliding-window attention without a full cache). */
+function needsCheckpoints(model: LlamaModel, context: LlamaContext): boolean {
+  const insights = model.fileInsights;
+  if (insights.isHybrid || insights.isRecurrent) return true;
+  return insights.swaSize != null && !(context as unknown as { _swaFullCache?: boolean })._swaFullCache;
+}
+
+export class SlotLoop {
+  private pending: Feed[] = [];
   private pendingAhead: Ahead[] = [];
   private scheduled = false;
   private running = false;
   /** Wakes the dispatch waiting for asks (awaitAsks) when one comes or a token is dropped. */
   private askArrived: (() => void) | null = null;
-  /** Evaluations under way on the loop. */
+  /** Evaluations and reads under way on the loop. */
   private live = 0;
   /** Ends the solo run under way, if any (another evaluation wants the context). */
   private soloInterrupt: (() => void) | null = null;
 
   /**
-   * @param schedule when to send the queued steps as one batch (the decode round's: at once when one
-   *   sequence generates, after the current cascade of promise jobs when several do).
+   * Whether tokens are produced here (decided at load): node-llama-cpp has the shapes the loop relies on and
+   * the model needs no context checkpoints. Otherwise every evaluation is node-llama-cpp's own.
    */
-  /** Whether this node-llama-cpp has the shapes the loop relies on (decided at load). */
   readonly available: boolean;
-  /** The paths this loop takes: asked for at load, and present in the binaries (decided at load). */
+  /** The engine build's paths this loop takes: asked for at load, and present in the binaries (decided at load). */
   readonly paths: TokenPaths;
 
   constructor(
     private readonly context: LlamaContext,
     private readonly model: LlamaModel,
-    private readonly schedule: (dispatch: () => void) => void,
     paths: TokenPaths = tokenPathsFromEnvironment(),
   ) {
     const binding = (this.context as unknown as { _ctx?: Partial<Binding> })._ctx;
@@ -258,7 +291,8 @@ export class StepLoop {
       typeof binding.addToBatch === "function" &&
       typeof binding.decodeBatch === "function" &&
       typeof binding.sampleToken === "function" &&
-      typeof sampler === "function";
+      typeof sampler === "function" &&
+      !needsCheckpoints(model, context);
     this.paths = {
       solo: this.available && paths.solo && typeof binding?.runSolo === "function",
       stepSampling: this.available && paths.stepSampling && typeof binding?.decodeBatchAndSample === "function",
@@ -267,62 +301,61 @@ export class StepLoop {
 
   /** The path in words, for the load's log line. */
   describe(): string {
-    if (!this.available) return "node-llama-cpp's evaluate for every token (its binding lacks the step loop's shapes)";
+    if (!this.available)
+      return needsCheckpoints(this.model, this.context)
+        ? "node-llama-cpp's evaluate for every token (the model needs context checkpoints)"
+        : "node-llama-cpp's evaluate for every token (its binding lacks the slot loop's shapes)";
     const extras = [this.paths.solo ? "solo runs" : "", this.paths.stepSampling ? "sampling in the decode's job" : ""].filter(Boolean);
-    return `the step loop${extras.length ? ` with ${extras.join(" and ")}` : ""}`;
-  }
-
-  /** Whether a sequence's evaluation with these options can take its steps here. */
-  qualifies(sequence: LlamaContextSequence, metadata: object, options: SequenceEvaluateOptions): boolean {
-    const s = sequence as unknown as Partial<SequenceInternals>;
-    return (
-      this.available &&
-      options.grammarEvaluationState == null &&
-      Object.values(metadata).every((v) => !v) &&
-      typeof s._sequenceId === "number" &&
-      typeof s._nextTokenIndex === "number" &&
-      Array.isArray(s._contextTokens) &&
-      typeof s._resolveSamplerConfig === "function" &&
-      typeof sequence.eraseContextTokenRanges === "function" &&
-      (s._loadedTokenPredictions?.length ?? 0) === 0 &&
-      !s.needsCheckpoints
-    );
+    return `the slot loop${extras.length ? ` with ${extras.join(" and ")}` : ""}`;
   }
 
   /**
-   * Like `sequence.evaluateWithMetadata(tokens, {}, options)` with `yieldEogToken`: yields each sampled
-   * token, end-of-generation tokens included; the caller stops pulling when it is done. `more()`, asked
-   * as each token is sampled, says how many more tokens the caller can take after it (0: its budget ends there).
+   * Like `sequence.evaluateWithMetadata(tokens, metadata, options)` with `yieldEogToken`: feeds the tokens,
+   * then yields each sampled token (end-of-generation tokens included, with the probabilities the metadata
+   * asks for); the caller stops pulling when it is done. `more()`, asked as each token is sampled, says how
+   * many more tokens the caller can take after it (0: its budget ends there). Once `signal` is aborted, the
+   * evaluation ends without yielding more, as soon as the batch under way is done (the sequence keeps what
+   * was decoded of its feed, which the prefix cache can reuse).
    */
-  async *evaluate(sequence: LlamaContextSequence, tokens: Token[], options: SequenceEvaluateOptions, more: () => number = () => Number.MAX_SAFE_INTEGER): AsyncGenerator<SampledStep, void, unknown> {
-    let feed = tokens;
+  async *evaluate(
+    sequence: LlamaContextSequence,
+    tokens: Token[],
+    metadata: TokenMetadata,
+    options: SequenceEvaluateOptions,
+    more: () => number = () => Number.MAX_SAFE_INTEGER,
+    signal?: AbortSignal,
+  ): AsyncGenerator<SampledToken, void, unknown> {
+    if (!this.available) {
+      yield* sequence.evaluateWithMetadata(tokens, metadata, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledToken, void, unknown>;
+      return;
+    }
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
-    const track: Track = { sequence: internals, sampler, options, more, ahead: null, closed: false, fixed: samplesAhead(options), configured: false };
+    const track: Track = { sequence: internals, sampler, options, metadata, more, signal, ahead: null, closed: false, fixed: samplesAhead(options, metadata), configured: false };
+    if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
+    let feed = tokens;
     // Counted from here, prompt included: a solo run under way ends as this evaluation starts.
     this.live++;
     this.soloInterrupt?.();
     try {
-      if (feed.length > MAX_STEP_FEED) {
-        // The prompt: node-llama-cpp batches it and shifts the context if it must; its last token is decoded
-        // here, so that every token of the evaluation comes from this one sampler. A seed then gives the same
-        // answer whether the prompt was read fresh or mostly from the cache (one random stream, not two).
-        await sequence.evaluateWithoutGeneratingNewTokens(feed.slice(0, -1));
+      if (feed.length > MAX_STEP_FEED && this.paths.solo && track.fixed && this.live === 1) {
+        // A lone prompt that a solo run could go on from: read all but its last token in the batches, then
+        // the run decodes that one and samples from there, with no trip through JavaScript between.
+        await this.queue({ ...track, sampler: null }, feed.slice(0, -1), false);
+        if (signal?.aborted) return;
         feed = feed.slice(-1);
       }
       while (true) {
         const ahead = track.ahead;
         track.ahead = null;
-        let token = ahead && !ahead.stale ? await this.sampleAhead(ahead) : null;
-        if (token === null) {
+        let sampled = ahead && !ahead.stale ? await this.sampleAhead(ahead) : null;
+        if (sampled === null) {
           // No decode ahead, or its logits were let go: decode the feed now.
           if (ahead) await this.drop(ahead);
-          if (internals._nextTokenIndex + feed.length >= this.context.contextSize - 1) {
-            // Near the end of the context: node-llama-cpp's context shift takes over.
-            yield* sequence.evaluateWithMetadata(feed, {}, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledStep, void, unknown>;
-            return;
-          }
+          if (internals._nextTokenIndex + feed.length > this.context.contextSize - 1)
+            // The generation's budget keeps every answer inside its context (llama-engine.ts); this is a bug.
+            throw new Error(`The sequence's context is full (${internals._nextTokenIndex} + ${feed.length} tokens of ${this.context.contextSize}).`);
           if (this.soloFits(track, feed)) {
             const next = yield* this.solo(track, feed);
             if (next !== null) {
@@ -330,10 +363,12 @@ export class StepLoop {
               continue;
             }
           }
-          token = await this.step(track, feed);
+          sampled = await this.queue(track, feed, true);
+          // Aborted before its feed was all decoded.
+          if (sampled === null) return;
         }
-        yield { token };
-        feed = [token];
+        yield sampled;
+        feed = [sampled.token];
       }
     } finally {
       this.live--;
@@ -343,20 +378,36 @@ export class StepLoop {
     }
   }
 
+  /** Decodes tokens into the sequence without sampling (a warm start's prefix), in the loop's batches. */
+  async read(sequence: LlamaContextSequence, tokens: Token[]): Promise<void> {
+    if (tokens.length === 0) return;
+    if (!this.available) return sequence.evaluateWithoutGeneratingNewTokens(tokens);
+    const track: Track = { sequence: sequence as unknown as SequenceInternals, sampler: null, options: {}, metadata: {}, more: () => 0, signal: undefined, ahead: null, closed: false, fixed: true, configured: true };
+    this.live++;
+    this.soloInterrupt?.();
+    try {
+      await this.queue(track, tokens, false);
+    } finally {
+      this.live--;
+      track.closed = true;
+    }
+  }
+
   /**
    * Whether this evaluation may take its next steps in a solo run: the binaries have it, the evaluation is
-   * the only one on the loop and nothing else is queued, and its sampler settings stay the same from token
-   * to token (no repeat penalties, which read the tokens the generation has taken in; no bias function).
+   * the only one on the loop and nothing else is queued, its feed is a step's, and its sampler settings stay
+   * the same from token to token (no repeat penalties, which read the tokens the generation has taken in; no
+   * bias function, no grammar, nothing reported with a token).
    */
   private soloFits(track: Track, feed: Token[]): boolean {
-    const options = track.options;
     return (
       this.paths.solo &&
       this.live === 1 &&
       !this.running &&
       this.pending.length === 0 &&
       this.pendingAhead.length === 0 &&
-      samplesAhead(options) &&
+      feed.length <= MAX_STEP_FEED &&
+      track.fixed &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1
     );
   }
@@ -375,7 +426,7 @@ export class StepLoop {
    * run could not start (the caller steps instead). A generation that stops has the tokens decoded past the
    * one it asked for last taken out again, exactly as a dropped decode ahead.
    */
-  private async *solo(track: Track, feed: Token[]): AsyncGenerator<SampledStep, Token[] | null, unknown> {
+  private async *solo(track: Track, feed: Token[]): AsyncGenerator<SampledToken, Token[] | null, unknown> {
     const binding = (this.context as unknown as { _ctx: Required<Binding> })._ctx;
     const lock = await acquireLock([this.context, "context"]);
     const waiters = lockWaiters(lock);
@@ -454,22 +505,23 @@ export class StepLoop {
     return [sampled.at(-1)!];
   }
 
-  private step(track: Track, feed: Token[]): Promise<Token> {
+  /** Queues a feed for the batches; resolves with the token sampled after it (null for a read). */
+  private queue(track: Track, tokens: Token[], sample: boolean): Promise<SampledToken | null> {
     this.soloInterrupt?.();
-    return new Promise<Token>((resolve, reject) => {
-      this.pending.push({ track, feed, resolve, reject });
+    return new Promise<SampledToken | null>((resolve, reject) => {
+      this.pending.push({ track, tokens, sample, resolve, reject });
       this.kick();
     });
   }
 
   /** The token after an ahead decode, sampled by the dispatch that decodes it; null: decode it again. */
-  private sampleAhead(ahead: Ahead): Promise<Token | null> {
+  private sampleAhead(ahead: Ahead): Promise<SampledToken | null> {
     if (ahead.error != null) return Promise.reject(ahead.error);
     if (ahead.presampled !== undefined) {
       ahead.sampled = true;
-      return Promise.resolve(ahead.presampled);
+      return Promise.resolve({ token: ahead.presampled });
     }
-    return new Promise<Token | null>((resolve, reject) => {
+    return new Promise<SampledToken | null>((resolve, reject) => {
       ahead.ask = { resolve, reject };
       this.wakeAskWaiter();
     });
@@ -492,45 +544,80 @@ export class StepLoop {
     }
   }
 
-  /** One batch at a time; steps asked for meanwhile go in the next one, sent when this one is done. */
+  /**
+   * One batch at a time; feeds queued meanwhile go in the next one, sent when this one is done. Alone, a
+   * feed is sent at once; with others on the loop, once the promise jobs running now are done, so that the
+   * generations handed their tokens together all queue their next feeds into the same batch (a nextTick
+   * queued from a promise job runs after the whole cascade; it also runs before the I/O callbacks of this
+   * turn, the HTTP writes of the tokens just made, which then run while the batch decodes).
+   */
   private kick(): void {
     if (this.scheduled || this.running) return;
     this.scheduled = true;
-    this.schedule(() => {
+    const dispatch = () => {
       this.scheduled = false;
       if (!this.running) void this.dispatch();
-    });
+    };
+    if (this.live <= 1) dispatch();
+    else process.nextTick(dispatch);
   }
 
+  /**
+   * Fills one batch: the tokens decoded ahead and the generations' steps first, whole, then the prompts in
+   * the order they came, each as much as the batch has room for (the rest waits, first in line, for the
+   * next batch); in ascending sequence order, since llama.cpp decodes consecutive sequence ids in one
+   * micro-batch (with one KV cache per sequence its split is "sequential": counted during 4 concurrent
+   * 150-token streams in the order requests happened to come, 150 batches became 331 to 435 decodes;
+   * ordered, 150). Then decodes it and samples each finished feed with its own sampler.
+   */
   private async dispatch(): Promise<void> {
     this.running = true;
-    let steps: Step[] = [];
+    let taken: Array<{ feed: Feed; count: number }> = [];
     let aheads: Ahead[] = [];
+    /** Feeds not taken whole: they go back to the front of the queue once this batch is done. */
+    let rest: Feed[] = [];
     /** The sampled tokens, handed over once the next batch is on its way (below). */
     const deliveries: Array<() => void> = [];
     try {
       await withLock([this.context, "context"], async () => {
-        // Taken once the context is ours: steps asked for while node-llama-cpp's own batch ran join this one.
-        steps = this.pending.splice(0);
+        // Taken once the context is ours: feeds queued while node-llama-cpp's own work ran join this batch.
+        const feeds = this.pending.splice(0).filter((feed) => {
+          if (!feed.track.signal?.aborted) return true;
+          deliveries.push(() => feed.resolve(null));
+          return false;
+        });
         aheads = this.pendingAhead.splice(0);
-        if (steps.length === 0 && aheads.length === 0) return;
-        // In ascending sequence order: llama.cpp decodes consecutive ids in one micro-batch (batch-order.ts).
+        if (feeds.length === 0 && aheads.length === 0) return;
+        let room = Math.max(0, this.context.batchSize - aheads.length);
+        const steps = feeds.filter((f) => f.tokens.length <= MAX_STEP_FEED);
+        const prompts = feeds.filter((f) => f.tokens.length > MAX_STEP_FEED);
+        for (const feed of [...steps, ...prompts]) {
+          const count = Math.min(feed.tokens.length, room);
+          room -= count;
+          if (count > 0) taken.push({ feed, count });
+          if (count < feed.tokens.length) rest.push(feed);
+        }
         const entries = [
-          ...steps.map((step) => ({ track: step.track, feed: step.feed, step, ahead: null as Ahead | null })),
-          ...aheads.map((ahead) => ({ track: ahead.track, feed: [ahead.token], step: null as Step | null, ahead })),
+          ...taken.map(({ feed, count }) => ({ track: feed.track, tokens: feed.tokens.slice(0, count), feed, ahead: null as Ahead | null, samples: feed.sample && count === feed.tokens.length })),
+          ...aheads.map((ahead) => ({ track: ahead.track, tokens: [ahead.token], feed: null as Feed | null, ahead, samples: true })),
         ].sort((a, b) => a.track.sequence._sequenceId - b.track.sequence._sequenceId);
         const binding = (this.context as unknown as { _ctx: Binding })._ctx;
-        binding.initBatch(entries.reduce((n, e) => n + e.feed.length, 0));
-        const logitIndexes = entries.map((e) => binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.feed), Uint32Array.of(e.feed.length - 1))[0]!);
+        binding.initBatch(entries.reduce((n, e) => n + e.tokens.length, 0));
+        const logits = entries.map((e) =>
+          e.samples
+            ? binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.tokens), Uint32Array.of(e.tokens.length - 1))[0]!
+            : (binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.tokens), new Uint32Array(0)), -1),
+        );
+        const sampling = entries.map((e, i) => ({ ...e, logit: logits[i]! })).filter((e) => e.samples);
         // With `svc engine build`'s binaries, the tokens are sampled in the decode's own job when every
         // track's settings allow sampling before the ask: one trip through the libuv pool a step instead of
         // one for the decode and one for each sampling (docs/performance.md, section 17).
-        const presample = this.paths.stepSampling && entries.every((e) => e.track.fixed);
+        const presample = this.paths.stepSampling && sampling.length > 0 && sampling.every((e) => e.track.fixed);
         let presampled: number[] | null = null;
         try {
           if (presample) {
-            for (const e of entries) configure(e.track);
-            presampled = await binding.decodeBatchAndSample!(Uint32Array.from(logitIndexes), entries.map((e) => e.track.sampler));
+            for (const e of sampling) configure(e.track);
+            presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
           } else await binding.decodeBatch();
         } catch (err) {
           for (const a of aheads) a.error = err;
@@ -540,44 +627,49 @@ export class StepLoop {
           // What node-llama-cpp's own decode records for the sequence (its cache reuse reads these).
           const sequence = e.track.sequence;
           if (e.ahead) e.ahead.position = sequence._nextTokenIndex;
-          sequence._nextTokenIndex += e.feed.length;
-          sequence._contextTokens.push(...e.feed);
+          sequence._nextTokenIndex += e.tokens.length;
+          sequence._contextTokens.push(...e.tokens);
+          if (e.feed) e.feed.tokens = e.feed.tokens.slice(e.tokens.length);
         }
         // The logits stay valid only while this batch holds the context: wait (briefly) for the asks. (Tokens
         // sampled in the decode's job need no logits; the wait lets the batch hand them over and decode them
         // ahead together.)
         await this.awaitAsks(aheads);
         const sampled = await Promise.all(
-          entries.map((e, i) => {
+          sampling.map(async (e, i): Promise<SampledToken | null> => {
             // A token decoded ahead whose generation dropped it or has not asked yet is not handed over.
             const unasked = e.ahead !== null && (e.ahead.dropped || e.ahead.ask === null);
             if (presampled === null) {
               if (unasked) return null;
               configure(e.track);
-              return binding.sampleToken(logitIndexes[i]!, e.track.sampler);
+              return sampledFrom(await binding.sampleToken(e.logit, e.track.sampler, e.track.metadata.probabilities === true, e.track.metadata.confidence === true));
             }
             // Sampled already: kept for an ask still to come (sampleAhead), neither handed over nor decoded
             // ahead. (A failed sampling, -1, is not kept: the ask decodes the token again and samples anew.)
             if (unasked && !e.ahead!.dropped && presampled[i] !== -1) e.ahead!.presampled = presampled[i]! as Token;
-            return unasked ? null : presampled[i]!;
+            return unasked ? null : { token: presampled[i]! as Token };
           }),
         );
-        entries.forEach((e, i) => {
+        sampling.forEach((e, i) => {
           const token = sampled[i];
           if (token == null) return;
           if (e.ahead) e.ahead.sampled = true;
-          if (token === -1) {
+          if (token.token === -1) {
             const err = new Error("llama.cpp could not sample the next token.");
-            if (e.step) e.step.reject(err);
+            if (e.feed) e.feed.reject(err);
             else e.ahead!.ask!.reject(err);
             return;
           }
-          this.decodeAhead(e.track, token as Token);
-          deliveries.push(e.step ? () => e.step!.resolve(token as Token) : () => e.ahead!.ask!.resolve(token as Token));
+          this.decodeAhead(e.track, token.token);
+          deliveries.push(e.feed ? () => e.feed!.resolve(token) : () => e.ahead!.ask!.resolve(token));
         });
+        // Reads done: handed back with the tokens.
+        for (const e of entries) if (e.feed && !e.feed.sample && e.feed.tokens.length === 0) deliveries.push(() => e.feed!.resolve(null));
       });
     } catch (err) {
-      for (const s of steps) s.reject(err);
+      for (const { feed } of taken) feed.reject(err);
+      // Those not in the batch wait for the next one; those in it failed with it.
+      rest = rest.filter((feed) => !taken.some((t) => t.feed === feed));
       for (const a of aheads) if (a.ask && !a.sampled) a.ask.reject(err);
     } finally {
       for (const a of aheads) {
@@ -588,11 +680,12 @@ export class StepLoop {
         }
         a.settle();
       }
+      this.pending.unshift(...rest);
       this.running = false;
       // The tokens just sampled are decoded at once (withLock runs its callback synchronously when the
       // context is free, so the decode starts before this returns), and only then handed to their
       // generations, whose work (and the HTTP work after it) then runs while the batch decodes.
-      if (this.pendingAhead.length > 0) void this.dispatch();
+      if (this.pendingAhead.length > 0 || rest.length > 0) void this.dispatch();
       else if (this.pending.length > 0) this.kick();
       for (const deliver of deliveries) deliver();
     }
