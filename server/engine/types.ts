@@ -123,6 +123,11 @@ export interface LoadedModelInfo {
    * cannot fit, which the pipeline checks before anything is rendered or tokenized.
    */
   maxTokenChars?: number;
+  /**
+   * Served by inference servers upstream (upstream-engine.ts): each replica, whether it serves now, its slots
+   * and context per slot, the model file it names, and why it is drained. Absent for the built-in engine.
+   */
+  upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";
