@@ -54,6 +54,8 @@ async function serve(argv: string[]): Promise<void> {
       "max-connections": { type: "string" },
       "connections-per-client": { type: "string" },
       "idle-connections-per-client": { type: "string" },
+      upstream: { type: "string" },
+      "upstream-key": { type: "string" },
     },
     strict: true,
   });

@@ -2,6 +2,8 @@
 // GET /health, GET /props (slots, context per slot, model), POST /tokenize, and POST /completion streamed as
 // server-sent events with the prompt as token ids. Only what the upstream engine needs; errors are AppErrors
 // that say which upstream failed and how (its own message where it gave one).
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { AppError } from "../core/errors.js";
 
 export interface UpstreamTarget {
@@ -45,6 +47,32 @@ export class UpstreamDownError extends AppError {
 
 const CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * One HTTP request on a connection of its own (Connection: close). fetch's pooled keep-alive connections were
+ * seen to stall llama-server: a stream request on a connection a finished /props had left idle was taken as
+ * closed by it, cancelled at once, and never answered, while its HTTP threads waited on the idle ones.
+ */
+function send(url: string, method: "GET" | "POST", headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = (url.startsWith("https:") ? httpsRequest : httpRequest)(url, {
+      method,
+      headers: { ...headers, connection: "close", ...(body !== undefined ? { "content-length": Buffer.byteLength(body) } : {}) },
+      agent: false,
+      signal,
+    });
+    request.once("response", resolve);
+    request.once("error", reject);
+    request.end(body);
+  });
+}
+
+async function readAll(res: IncomingMessage): Promise<string> {
+  let text = "";
+  res.setEncoding("utf8");
+  for await (const piece of res) text += piece as string;
+  return text;
+}
+
 export class UpstreamClient {
   readonly url: string;
   private readonly headers: Record<string, string>;
@@ -57,9 +85,9 @@ export class UpstreamClient {
   /** Whether it answers /health with 200 (a model loaded) within the timeout. */
   async healthy(timeoutMs = 2000): Promise<boolean> {
     try {
-      const res = await fetch(`${this.url}/health`, { headers: this.headers, signal: AbortSignal.timeout(timeoutMs) });
-      await res.body?.cancel();
-      return res.ok;
+      const res = await send(`${this.url}/health`, "GET", this.headers, undefined, AbortSignal.timeout(timeoutMs));
+      res.resume();
+      return res.statusCode === 200;
     } catch {
       return false;
     }
@@ -89,30 +117,19 @@ export class UpstreamClient {
    * stop type. Aborting `signal` (or returning early) closes the connection; llama-server then stops the task.
    */
   async *complete(body: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<CompletionChunk, void, void> {
-    let res: Response;
+    let res: IncomingMessage;
     try {
-      res = await fetch(`${this.url}/completion`, { method: "POST", headers: this.headers, body: JSON.stringify({ ...body, stream: true }), signal });
+      res = await send(`${this.url}/completion`, "POST", this.headers, JSON.stringify({ ...body, stream: true }), signal);
     } catch (err) {
       if (signal.aborted) return;
       throw this.down(err);
     }
-    if (!res.ok) throw await this.failure(res);
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    if (res.statusCode !== 200) throw await this.failure(res);
+    res.setEncoding("utf8");
     let buffer = "";
     try {
-      for (;;) {
-        let read: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          read = await reader.read();
-        } catch (err) {
-          if (signal.aborted) return;
-          throw this.down(err);
-        }
-        if (read.done) {
-          if (signal.aborted) return;
-          throw new UpstreamDownError(this.url, `The upstream ${this.url} closed the stream before the generation ended.`);
-        }
-        buffer += read.value;
+      for await (const piece of res) {
+        buffer += piece as string;
         let end: number;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
           const event = buffer.slice(0, end);
@@ -123,9 +140,15 @@ export class UpstreamClient {
           if (chunk.stopType !== undefined) return;
         }
       }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof AppError) throw err;
+      throw this.down(err);
     } finally {
-      await reader.cancel().catch(() => undefined);
+      res.destroy();
     }
+    if (signal.aborted) return;
+    throw new UpstreamDownError(this.url, `The upstream ${this.url} closed the stream before the generation ended.`);
   }
 
   private parseEvent(event: string): CompletionChunk | null {
@@ -158,19 +181,17 @@ export class UpstreamClient {
   }
 
   private async json(method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> {
-    let res: Response;
+    let res: IncomingMessage;
+    let text: string;
     try {
-      res = await fetch(`${this.url}${path}`, {
-        method,
-        headers: this.headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
-      });
+      res = await send(`${this.url}${path}`, method, this.headers, body === undefined ? undefined : JSON.stringify(body), AbortSignal.timeout(CONNECT_TIMEOUT_MS));
+      if (res.statusCode !== 200) throw await this.failure(res);
+      text = await readAll(res);
     } catch (err) {
+      if (err instanceof AppError) throw err;
       throw this.down(err);
     }
-    if (!res.ok) throw await this.failure(res);
-    return res.json();
+    return JSON.parse(text);
   }
 
   private down(err: unknown): UpstreamDownError {
@@ -180,19 +201,20 @@ export class UpstreamClient {
   }
 
   /** An HTTP error from the upstream, as the client's error where it is the request's fault. */
-  private async failure(res: Response): Promise<AppError> {
-    const text = await res.text().catch(() => "");
+  private async failure(res: IncomingMessage): Promise<AppError> {
+    const text = await readAll(res).catch(() => "");
+    const status = res.statusCode ?? 0;
     let message = text.slice(0, 500);
     try {
       message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? message;
     } catch {
       // Not JSON: the text as it came.
     }
-    if (res.status === 401 || res.status === 403)
-      return new AppError("unavailable", `The upstream ${this.url} refused this server's key (HTTP ${res.status}): check --upstream-key.`, { code: "upstream_unauthorized" });
-    if (res.status === 400) return new AppError("invalid_request", `The upstream ${this.url} refused the request: ${message}`, { code: "upstream_rejected" });
-    if (res.status === 404 || res.status === 501)
-      return new AppError("unavailable", `The upstream ${this.url} has no such endpoint (HTTP ${res.status}: ${message}); is it a llama-server?`, { code: "upstream_unsupported" });
-    return new UpstreamDownError(this.url, `The upstream ${this.url} answered HTTP ${res.status}: ${message}`);
+    if (status === 401 || status === 403)
+      return new AppError("unavailable", `The upstream ${this.url} refused this server's key (HTTP ${status}): check --upstream-key.`, { code: "upstream_unauthorized" });
+    if (status === 400) return new AppError("invalid_request", `The upstream ${this.url} refused the request: ${message}`, { code: "upstream_rejected" });
+    if (status === 404 || status === 501)
+      return new AppError("unavailable", `The upstream ${this.url} has no such endpoint (HTTP ${status}: ${message}); is it a llama-server?`, { code: "upstream_unsupported" });
+    return new UpstreamDownError(this.url, `The upstream ${this.url} answered HTTP ${status}: ${message}`);
   }
 }

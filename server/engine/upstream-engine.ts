@@ -29,6 +29,9 @@ import type { SequenceEvaluateOptions } from "node-llama-cpp";
 
 export type { UpstreamTarget } from "./upstream-client.js";
 
+/** The settings store's key for the desktop app's upstreams: [{"url": ..., "key": ...}] as JSON. */
+export const UPSTREAMS_SETTING = "engine.upstreams";
+
 export interface UpstreamEngineOptions {
   /** The GGUF the upstreams serve (or one with the same tokenizer and template): read for its vocabulary only. */
   modelPath: string;
@@ -229,6 +232,9 @@ export class UpstreamEngine implements Engine {
       presence_penalty: penalties ? penalties.presencePenalty : 0,
       dry_multiplier: 0,
       xtc_probability: 0,
+      // Greedy (temperature 0) takes the first of equal logits in token order, as llama.cpp's greedy sampler does
+      // on the local engine: nothing may sort the candidates before it (top_k would, and ties would then differ).
+      samplers: [...(penalties ? ["penalties"] : []), ...((options.temperature ?? 0) > 0 ? ["top_k", "top_p", "min_p", "temperature"] : ["temperature"])],
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
       ...(constraints.grammar ? { grammar: constraints.grammar.grammar } : {}),
       ...(constraints.banned.size > 0 ? { logit_bias: [...constraints.banned].map((t) => [t, false]) } : {}),
@@ -244,6 +250,10 @@ export class UpstreamEngine implements Engine {
       for (;;) {
         let sampled = 0;
         let stop: string | undefined;
+        // As on a local sequence, a sampled token is evaluated (held) once the next is asked for: the last one
+        // a phase reads is not, and the state machine feeds it again where it belongs (a closing marker, a call's
+        // trigger) or not at all (an end-of-generation token).
+        let unheld: Token | null = null;
         for await (const chunk of lease.replica.client.complete({ ...body, prompt: held }, controller.signal)) {
           if (chunk.cached !== undefined && first && !cache.known) {
             // What it reports held counts forced tokens after the prompt too: the prompt's share is the cached part.
@@ -252,15 +262,18 @@ export class UpstreamEngine implements Engine {
           }
           for (const [i, id] of chunk.tokens.entries()) {
             const token = id as Token;
-            held.push(token);
+            if (unheld !== null) held.push(unheld);
+            unheld = token;
             sampled++;
             const p = chunk.probs?.[i];
             yield p ? { token, score: { logprob: p.logprob, top: p.top.map((t) => ({ token: t.id as Token, logprob: t.logprob })) } } : { token };
           }
           stop = chunk.stopType;
         }
-        if (stop === "eos") yield { token: this.eog };
+        // llama-server streams the end-of-generation token itself; where it did not, it stands in.
+        if (stop === "eos" && (unheld === null || !this.model.isEogToken(unheld))) yield { token: this.eog };
         if (stop !== "limit" || sampled === 0 || signal.aborted || constraints.grammar || more() <= 0) return;
+        if (unheld !== null) held.push(unheld);
         body.return_progress = false;
       }
     } finally {
