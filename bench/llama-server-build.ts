@@ -89,8 +89,8 @@ export function ensureLlamaServer(log: (line: string) => void): string {
 
 /** llama-server and rpc-server with the RPC backend, for the upstream tests and bench:upstream. */
 export function ensureUpstreamTools(log: (line: string) => void): { llamaServer: string; rpcServer: string } {
-  const paths = ensureLlamaCppTools({ cache: UPSTREAM_CACHE, flags: ["-DGGML_RPC=ON"], targets: ["llama-server", "rpc-server"] }, log);
-  return { llamaServer: paths["llama-server"]!, rpcServer: paths["rpc-server"]! };
+  const paths = ensureLlamaCppTools({ cache: UPSTREAM_CACHE, flags: ["-DGGML_RPC=ON"], targets: ["llama-server", "ggml-rpc-server"] }, log);
+  return { llamaServer: paths["llama-server"]!, rpcServer: paths["ggml-rpc-server"]! };
 }
 
 /** Another of llama.cpp's tools (llama-bench, llama-batched-bench) from the build ensureLlamaServer made. */

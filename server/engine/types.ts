@@ -156,6 +156,11 @@ export interface Engine {
    * when they do, with how; their running generations have failed by then. Returns an unsubscribe.
    */
   onFailure?(listener: (reason: string) => void): () => void;
+  /**
+   * Engines whose sequences come and go while loaded (upstream replicas drained and back) call `listener`
+   * when status().model.sequences may have changed. Returns an unsubscribe.
+   */
+  onCapacityChange?(listener: () => void): () => void;
   /** The GPU with its free memory as of now (engines in another process ask it there). */
   gpuNow?(): Promise<GpuInfo | null>;
 }

@@ -135,6 +135,10 @@ export class UpstreamEngine implements Engine {
     return { state: "ready", model: info, gpu: null, error: null };
   }
 
+  onCapacityChange(listener: () => void): () => void {
+    return this.pool.onChange(listener);
+  }
+
   async countPromptTokens(request: EngineRequest): Promise<number> {
     return (await this.render(request, this.budget())).length;
   }
@@ -153,6 +157,15 @@ export class UpstreamEngine implements Engine {
     const room = contextSize - promptTokens.length - CONTEXT_MARGIN;
     if (room < 1) throw contextTooLong(contextSize, promptTokens.length);
     const grammars = await this.grammars.compile(request, this.syntax);
+    if (request.tokenProbabilities && (grammars.answer || grammars.toolNames))
+      // llama-server reports probabilities before its grammar and bans (n_probs): under a grammar they would
+      // not be what the local engine reports (the probability among the tokens allowed), so they are refused.
+      throw new AppError(
+        "invalid_request",
+        "Token probabilities (logprobs, confidence, refusal_mode) with constrained output (json_schema, json_object or callable tools) " +
+          "are not available on this server's upstream engine: llama-server reports probabilities before its grammar. Ask for one or the other.",
+        { code: "upstream_unsupported" },
+      );
     const breakpointEnd = request.cacheBreakpoints?.length
       ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
@@ -256,8 +269,9 @@ export class UpstreamEngine implements Engine {
         let unheld: Token | null = null;
         for await (const chunk of lease.replica.client.complete({ ...body, prompt: held }, controller.signal)) {
           if (chunk.cached !== undefined && first && !cache.known) {
-            // What it reports held counts forced tokens after the prompt too: the prompt's share is the cached part.
-            cache.tokens = Math.min(chunk.cached, promptLength);
+            // What it reports held counts forced tokens after the prompt too, and llama-server evaluates the
+            // prompt's last token again however much it holds (as the local engine does): the rest was cached.
+            cache.tokens = Math.max(0, Math.min(chunk.cached, promptLength - 1));
             cache.known = true;
           }
           for (const [i, id] of chunk.tokens.entries()) {

@@ -2,14 +2,15 @@
 //
 // Each replica has as many slots as it says (/props total_slots): that is its concurrency. A generation
 // leases one slot (id_slot on every request), so the prompt cache it builds stays where the next turn looks
-// for it. Prefix affinity: a request goes to the free slot whose last prompt shares the longest prefix with
-// its own (or that served its session last); without a shared prefix, to the replica with the most free slots.
+// for it. Prefix affinity: a request goes to the free slot the local engine's rule picks (sequence-pool.ts's
+// pickSlot: its session's slot, else the least prompt to read plus cache erased), over all replicas' slots.
 // Round-robin (affinity off) is kept for the bench's comparison.
 //
 // Health: a replica that fails a request (or its periodic /health) is drained: its generations in flight end
 // with a clean 503 (their signals abort), new ones go to the others, and it is probed every second until its
 // /health answers again, when its slots come back (re-read from /props).
 import { AppError } from "../core/errors.js";
+import { pickSlot } from "./sequence-pool.js";
 import { UpstreamClient, type UpstreamTarget } from "./upstream-client.js";
 
 export interface Replica {
@@ -154,26 +155,19 @@ export class ReplicaPool {
       }
       return null;
     }
-    if (sessionId !== undefined) {
-      const mine = free.find((s) => s.session === sessionId);
-      if (mine) return mine;
-    }
-    let best: Slot | null = null;
-    let bestShared = 0;
-    for (const slot of free) {
-      const shared = commonPrefix(slot.tokens, prompt);
-      if (shared > bestShared) {
-        best = slot;
-        bestShared = shared;
-      }
-    }
-    if (best) return best;
-    // Nothing shared: the replica with the most free slots (spread the load), its least recently used slot.
-    const freeOn = (r: Replica) => free.filter((s) => s.replica === r).length;
-    return free.reduce((a, b) => {
-      const d = freeOn(b.replica) - freeOn(a.replica);
-      return d > 0 || (d === 0 && b.lastUsed < a.lastUsed) ? b : a;
-    });
+    // The local engine's choice (sequence-pool.ts's pickSlot): the least prompt to read now plus cache erased,
+    // a session's own slot first; every replica's slots are candidates, so a prefix goes where its cache is.
+    const choice = pickSlot(
+      prompt.length,
+      free.map((slot) => ({
+        shared: commonPrefix(slot.tokens, prompt),
+        held: slot.tokens.length,
+        lastUsed: slot.lastUsed,
+        ownSession: sessionId !== undefined && slot.session === sessionId,
+        otherSession: slot.session !== undefined && slot.session !== sessionId,
+      })),
+    );
+    return free[choice] ?? null;
   }
 
   private lease(slot: Slot, sessionId: string | undefined): SlotLease {
@@ -192,7 +186,7 @@ export class ReplicaPool {
         replica.running.delete(controller);
         slot.busy = false;
         slot.tokens = tokens;
-        slot.session = sessionId ?? slot.session;
+        slot.session = sessionId;
         slot.lastUsed = ++this.clock;
         for (const wake of this.waiters.splice(0)) wake();
       },

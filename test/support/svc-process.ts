@@ -76,13 +76,14 @@ export function createKey(dataDir: string, ...extra: string[]): string {
  * `svc serve` arguments every startSvc in this test file adds: the upstream tests (test/e2e/upstream-*.test.ts)
  * set --upstream URL here and run another file's tests unchanged on a llama-server.
  */
-export const serveDefaults: { args: string[] } = { args: [] };
+export const serveDefaults: { args: string[]; beforeStart?: () => Promise<void> } = { args: [] };
 
 export async function startSvc(
   options: { model?: string; dataDir?: string; args?: string[]; env?: NodeJS.ProcessEnv; /** Let svc choose the threads (no --threads 1). */ autoThreads?: boolean } = {},
 ): Promise<SvcServer> {
   const dataDir = options.dataDir ?? tempDataDir();
   const env = options.env ?? {};
+  await serveDefaults.beforeStart?.();
   const args = ["serve", "--host", "127.0.0.1", "--data-dir", dataDir, ...serveDefaults.args, ...(options.args ?? [])];
   if (env.SVC_PORT === undefined) args.push("--port", "0");
   if (env.SVC_THREADS === undefined && !options.autoThreads) args.push("--threads", "1");

@@ -6,12 +6,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { ROOT } from "./svc-process.js";
+import { ROOT, serveDefaults } from "./svc-process.js";
 
 /** SVC_TEST_UPSTREAM_BIN: another folder with both binaries. */
 export const UPSTREAM_BIN = process.env.SVC_TEST_UPSTREAM_BIN ?? join(ROOT, ".cache", "upstream", "bin");
 export const LLAMA_SERVER = join(UPSTREAM_BIN, "llama-server");
-export const RPC_SERVER = join(UPSTREAM_BIN, "rpc-server");
+/** llama.cpp names the rpc-server tool's target and binary ggml-rpc-server. */
+export const RPC_SERVER = join(UPSTREAM_BIN, "ggml-rpc-server");
 
 /** Why the upstream tests cannot run here (null: they can). On CI a missing build is an error, not a skip. */
 export function upstreamMissing(): string | null {
@@ -102,4 +103,55 @@ export async function startLlamaServer(options: { model: string; slots?: number;
 export async function startRpcServer(): Promise<Child> {
   const port = await freePort();
   return launch(RPC_SERVER, ["-H", "127.0.0.1", "-p", String(port), "-t", "1"], port, (out) => /listening|Starting RPC server/i.test(out));
+}
+
+/**
+ * Runs another test file's tests unchanged on `svc serve --upstream` (the files start their servers with
+ * startSvc, which adds serveDefaults.args): `replicas` llama-servers of `slots` slots each, their layers on
+ * `rpcWorkers` rpc-server workers each when given. The servers start before the file's own beforeAll (this
+ * hook is registered first) and stop after its afterAll. Skipped, with why, where the binaries are not built.
+ */
+export async function runOnUpstream(
+  importTests: () => Promise<unknown>,
+  options: { replicas?: number; slots?: number; contextPerSlot?: number; rpcWorkers?: number } = {},
+): Promise<void> {
+  const { it, beforeAll, afterAll, inject } = await import("vitest");
+  const missing = upstreamMissing();
+  if (missing) {
+    it.skip(`upstream tests skipped: ${missing}`, () => undefined);
+    return;
+  }
+  const children: Child[] = [];
+  beforeAll(async () => {
+    const urls: string[] = [];
+    for (let r = 0; r < (options.replicas ?? 1); r++) {
+      const workers: Child[] = [];
+      for (let w = 0; w < (options.rpcWorkers ?? 0); w++) workers.push(await startRpcServer());
+      children.push(...workers);
+      const server = await startLlamaServer({
+        model: inject("tinyModelPath"),
+        slots: options.slots ?? 2,
+        contextPerSlot: options.contextPerSlot ?? 4096,
+        rpc: workers.length > 0 ? workers.map((w) => `127.0.0.1:${w.port}`) : undefined,
+      });
+      children.push(server);
+      urls.push(server.url);
+    }
+    serveDefaults.args = ["--upstream", urls.join(",")];
+    // Each server meets upstreams with empty caches, as each meets a fresh engine of its own locally (a file
+    // that starts two servers would otherwise see the second served from the first one's prompt cache).
+    serveDefaults.beforeStart = async () => {
+      for (const url of urls)
+        for (let slot = 0; slot < (options.slots ?? 2); slot++) {
+          const res = await fetch(`${url}/slots/${slot}?action=erase`, { method: "POST" });
+          await res.text();
+        }
+    };
+  });
+  afterAll(async () => {
+    serveDefaults.args = [];
+    serveDefaults.beforeStart = undefined;
+    for (const child of children.reverse()) await child.stop();
+  });
+  await importTests();
 }
