@@ -4,7 +4,7 @@
 // their absence fails the test instead, so CI always proves them.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { ROOT, serveDefaults } from "./svc-process.js";
 
@@ -41,8 +41,20 @@ export interface Child {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** Whether something accepts connections on the port (the connection is closed at once). */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
 function launch(binary: string, args: string[], port: number, ready: (out: string) => boolean, timeoutMs = 60_000): Promise<Child> {
-  const child = spawn(binary, args, { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] }) as unknown as ChildProcessWithoutNullStreams;
   let out = "";
   const stop = (signal: NodeJS.Signals = "SIGTERM") =>
     new Promise<void>((resolve) => {
@@ -55,10 +67,12 @@ function launch(binary: string, args: string[], port: number, ready: (out: strin
       child.kill("SIGKILL");
       reject(new Error(`${binary} did not start in time:\n${out.slice(-3000)}`));
     }, timeoutMs);
+    let poll: NodeJS.Timeout | undefined;
     const onData = (d: Buffer) => {
       out += d.toString();
       if (ready(out)) {
         clearTimeout(timer);
+        clearInterval(poll);
         child.stdout.off("data", onData);
         child.stderr.off("data", onData);
         // Keep draining, so a full pipe never blocks it.
@@ -69,6 +83,18 @@ function launch(binary: string, args: string[], port: number, ready: (out: strin
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
+    // A tool that writes nothing through a pipe until it exits (rpc-server buffers its stdout): ready when its
+    // port takes connections.
+    poll = setInterval(() => {
+      void listening(port).then((up) => {
+        if (up && child.exitCode === null) {
+          clearInterval(poll);
+          out += "\n[port open]\n";
+          onData(Buffer.from(""));
+        }
+      });
+    }, 100);
+    child.once("exit", () => clearInterval(poll));
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`${binary} exited (${code ?? signal}) while starting:\n${out.slice(-3000)}`));
@@ -102,7 +128,7 @@ export async function startLlamaServer(options: { model: string; slots?: number;
 /** An rpc-server worker on loopback (a "machine" a model's layers can live on), one thread. */
 export async function startRpcServer(): Promise<Child> {
   const port = await freePort();
-  return launch(RPC_SERVER, ["-H", "127.0.0.1", "-p", String(port), "-t", "1"], port, (out) => /listening|Starting RPC server/i.test(out));
+  return launch(RPC_SERVER, ["-H", "127.0.0.1", "-p", String(port), "-t", "1"], port, (out) => out.includes("[port open]"));
 }
 
 /**
