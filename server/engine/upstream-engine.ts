@@ -268,6 +268,7 @@ export class UpstreamEngine implements Engine {
         // trigger) or not at all (an end-of-generation token).
         let unheld: Token | null = null;
         for await (const chunk of lease.replica.client.complete({ ...body, prompt: held }, controller.signal)) {
+          // llama-server reports it before the first token; vLLM in the usage chunk at the end (when the phase runs to it).
           if (chunk.cached !== undefined && first && !cache.known) {
             // What it reports held counts forced tokens after the prompt too, and llama-server evaluates the
             // prompt's last token again however much it holds (as the local engine does): the rest was cached.
@@ -282,7 +283,7 @@ export class UpstreamEngine implements Engine {
             const p = chunk.probs?.[i];
             yield p ? { token, score: { logprob: p.logprob, top: p.top.map((t) => ({ token: t.id as Token, logprob: t.logprob })) } } : { token };
           }
-          stop = chunk.stopType;
+          if (chunk.stopType !== undefined) stop = chunk.stopType;
         }
         // llama-server streams the end-of-generation token itself; where it did not, it stands in.
         if (stop === "eos" && (unheld === null || !this.model.isEogToken(unheld))) yield { token: this.eog };
