@@ -56,6 +56,7 @@ async function serve(argv: string[]): Promise<void> {
       "idle-connections-per-client": { type: "string" },
       upstream: { type: "string" },
       "upstream-key": { type: "string" },
+      "upstream-affinity": { type: "string" },
     },
     strict: true,
   });

@@ -54,6 +54,8 @@ export interface ServeConfig {
    * --upstream-key KEY,... / SVC_UPSTREAM_KEY); undefined: the window's setting, else the built-in engine.
    */
   upstreams?: Array<{ url: string; key?: string }>;
+  /** Prefix affinity over the upstreams' slots (--upstream-affinity on|off); undefined: on. Off: round-robin (bench:upstream compares them). */
+  upstreamAffinity?: boolean;
 }
 
 export const APP_NAME = "svc-desktop";
@@ -109,7 +111,8 @@ export type Flags = Partial<
     | "audit-retention-days"
     | "console-session-minutes"
     | "upstream"
-    | "upstream-key",
+    | "upstream-key"
+    | "upstream-affinity",
     string
   >
 > & { lan?: boolean };
@@ -207,5 +210,6 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     },
     streamWriteTimeoutMs: seconds("stream-write-timeout", pick("stream-write-timeout", "SVC_STREAM_WRITE_TIMEOUT")),
     upstreams: parseUpstreams(pick("upstream", "SVC_UPSTREAM"), pick("upstream-key", "SVC_UPSTREAM_KEY")),
+    upstreamAffinity: onOff("upstream-affinity", pick("upstream-affinity", "SVC_UPSTREAM_AFFINITY")),
   };
 }

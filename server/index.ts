@@ -134,7 +134,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const engineHost = new EngineHost({
     log,
     restartLimit: config.engineRestartLimit,
-    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
+    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity: config.upstreamAffinity, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
   });
   if (upstreams) log("info", `Generating on ${upstreams.length} upstream(s): ${upstreams.map((u) => u.url).join(", ")}; switching models is theirs to do.`);
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;

@@ -31,6 +31,8 @@ interface Slot {
   busy: boolean;
   /** The tokens the slot held after its last generation. */
   tokens: readonly number[];
+  /** How many of them were that generation's prompt. */
+  promptLength: number;
   session: string | undefined;
   lastUsed: number;
 }
@@ -110,7 +112,7 @@ export class ReplicaPool {
           retryAfter: 2,
         });
       const slot = this.pick(prompt, sessionId);
-      if (slot) return this.lease(slot, sessionId);
+      if (slot) return this.lease(slot, sessionId, prompt.length);
       await new Promise<void>((resolve) => {
         const done = () => {
           signal.removeEventListener("abort", done);
@@ -157,20 +159,29 @@ export class ReplicaPool {
     }
     // The local engine's choice (sequence-pool.ts's pickSlot): the least prompt to read now plus cache erased,
     // a session's own slot first; every replica's slots are candidates, so a prefix goes where its cache is.
-    const choice = pickSlot(
-      prompt.length,
-      free.map((slot) => ({
-        shared: commonPrefix(slot.tokens, prompt),
-        held: slot.tokens.length,
-        lastUsed: slot.lastUsed,
-        ownSession: sessionId !== undefined && slot.session === sessionId,
-        otherSession: slot.session !== undefined && slot.session !== sessionId,
-      })),
-    );
+    // Between equal costs (empty slots, say) pickSlot takes the least recently used: ranked first by how busy
+    // its replica is, so concurrent new conversations spread over the replicas.
+    const busyOn = new Map(this.replicas.map((r) => [r, this.slots.filter((s) => s.replica === r && s.busy).length]));
+    const views = free.map((slot) => ({
+      shared: commonPrefix(slot.tokens, prompt),
+      held: slot.tokens.length,
+      lastUsed: busyOn.get(slot.replica)! * 1e9 + slot.lastUsed,
+      ownSession: sessionId !== undefined && slot.session === sessionId,
+      otherSession: slot.session !== undefined && slot.session !== sessionId,
+    }));
+    // Replicas have many slots: a prompt that continues no slot's conversation (no slot's last prompt is a
+    // prefix of it) takes an empty slot while there is one, rather than evict another conversation to reuse a
+    // shared system prompt (the rule for a laptop's few sequences); the system prompt is then read once per slot.
+    const continues = views.some((v, i) => v.ownSession || (free[i]!.promptLength > 0 && v.shared >= free[i]!.promptLength - 1));
+    if (!continues && views.some((v) => v.held === 0)) {
+      const empty = views.map((v, i) => ({ v, i })).filter(({ v }) => v.held === 0);
+      return free[empty.reduce((a, b) => (b.v.lastUsed < a.v.lastUsed ? b : a)).i]!;
+    }
+    const choice = pickSlot(prompt.length, views);
     return free[choice] ?? null;
   }
 
-  private lease(slot: Slot, sessionId: string | undefined): SlotLease {
+  private lease(slot: Slot, sessionId: string | undefined, promptLength: number): SlotLease {
     slot.busy = true;
     const controller = new AbortController();
     const replica = slot.replica;
@@ -186,6 +197,7 @@ export class ReplicaPool {
         replica.running.delete(controller);
         slot.busy = false;
         slot.tokens = tokens;
+        slot.promptLength = Math.min(promptLength, tokens.length);
         slot.session = sessionId;
         slot.lastUsed = ++this.clock;
         for (const wake of this.waiters.splice(0)) wake();
@@ -204,7 +216,7 @@ export class ReplicaPool {
       const kept = this.slots.filter((s) => s.replica === replica && s.busy);
       this.slots = this.slots.filter((s) => s.replica !== replica).concat(kept);
       for (let id = 0; id < props.slots; id++)
-        if (!kept.some((s) => s.id === id)) this.slots.push({ replica, id, busy: false, tokens: [], session: undefined, lastUsed: 0 });
+        if (!kept.some((s) => s.id === id)) this.slots.push({ replica, id, busy: false, tokens: [], promptLength: 0, session: undefined, lastUsed: 0 });
       replica.healthy = true;
       replica.error = null;
     } catch (err) {
