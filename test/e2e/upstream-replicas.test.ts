@@ -7,7 +7,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { join } from "node:path";
+import { ensurePeerModel } from "../../bench/peer-model.js";
+import { createKey, ROOT, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 import { startLlamaServer, upstreamMissing, type Child } from "../support/upstream-servers.js";
 
 const missing = upstreamMissing();
@@ -90,51 +92,65 @@ suite("two llama-server replicas behind --upstream", () => {
   });
 
   it("a replica killed mid-stream: that stream ends with a clean error, others go on, it comes back", async () => {
-    // A forced call of 200 integers runs until max_tokens (seconds of tokens in a slot of 32768): long enough
-    // to kill its replica mid-stream.
-    const stream = anthropic.messages.stream({
-      model: "claude-haiku-4-5",
-      max_tokens: 30000,
-      messages: [{ role: "user", content: "List numbers." }],
-      tools: [{ name: "numbers", input_schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: 200, maxItems: 200 } }, required: ["xs"] } }],
-      tool_choice: { type: "tool", name: "numbers" },
-    });
-    let deltas = 0;
-    let killed: Child | null = null;
-    const failure = await (async () => {
-      for await (const event of stream) {
-        if (event.type === "content_block_delta") deltas++;
-        if (deltas === 5 && !killed) {
-          // The replica whose slot runs it.
-          for (const r of replicas) {
-            const slots = (await (await fetch(`${r.url}/slots`)).json()) as Array<{ is_processing: boolean }>;
-            if (slots.some((s) => s.is_processing)) killed = r;
+    // On bench:peer's generated model (milliseconds per token on one thread, where the tiny model's whole answer
+    // takes a fraction of a second), with a forced call of 200 integers: seconds of stream to kill one in.
+    const model = ensurePeerModel(join(ROOT, ".cache", "peer", "model.gguf"));
+    const slow = [await startLlamaServer({ model, slots: 1, contextPerSlot: 4096 }), await startLlamaServer({ model, slots: 1, contextPerSlot: 4096 })];
+    replicas.push(...slow);
+    const dataDir = tempDataDir();
+    const key = createKey(dataDir);
+    const front = await startSvc({ model, dataDir, args: ["--upstream", slow.map((r) => r.url).join(",")] });
+    const client = new Anthropic({ apiKey: key, baseURL: front.url, maxRetries: 0 });
+    const frontHealth = async () => (await (await fetch(`${front.url}/health`)).json()) as Health;
+    try {
+      const stream = client.messages.stream({
+        model: "claude-haiku-4-5",
+        max_tokens: 3000,
+        messages: [{ role: "user", content: "List numbers." }],
+        tools: [{ name: "numbers", input_schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: 200, maxItems: 200 } }, required: ["xs"] } }],
+        tool_choice: { type: "tool", name: "numbers" },
+      });
+      let deltas = 0;
+      let killed: Child | null = null;
+      const failure = await (async () => {
+        for await (const event of stream) {
+          if (event.type === "content_block_delta") deltas++;
+          // Generation has begun (message_start comes with its first token): kill its replica a moment later.
+          if (event.type === "message_start" && !killed) {
+            await new Promise((r) => setTimeout(r, 200));
+            // The replica whose slot runs it.
+            for (const r of slow) {
+              const slots = (await (await fetch(`${r.url}/slots`)).json()) as Array<{ is_processing: boolean }>;
+              if (slots.some((x) => x.is_processing)) killed = r;
+            }
+            await killed!.stop("SIGKILL");
           }
-          await killed!.stop("SIGKILL");
         }
-      }
-      return null;
-    })().catch((e: unknown) => e);
-    expect(killed).not.toBeNull();
-    expect(failure).toBeInstanceOf(Anthropic.APIError);
-    expect((failure as Error).message).toMatch(/upstream/i);
+        return null;
+      })().catch((e: unknown) => e);
+      expect(killed).not.toBeNull();
+      expect(failure).toBeInstanceOf(Anthropic.APIError);
+      expect((failure as Error).message).toMatch(/upstream/i);
 
-    // New requests go to the replica left.
-    const h = await health();
-    expect(h.model.upstreams!.find((u) => u.url === killed!.url)!.healthy).toBe(false);
-    expect(h.model.sequences).toBe(2);
-    const after = (await anthropic.messages.create({ model: "claude-haiku-4-5", max_tokens: 50, temperature: 0, messages: [{ role: "user", content: "Hello" }] } as never)) as Anthropic.Message;
-    expect(after.content.map((b) => (b as Anthropic.TextBlock).text)).toEqual([greedy.answer.trim()]);
+      // New requests go to the replica left.
+      const h = await frontHealth();
+      expect(h.model.upstreams!.find((u) => u.url === killed!.url)!.healthy).toBe(false);
+      expect(h.model.sequences).toBe(1);
+      const after = (await client.messages.create({ model: "claude-haiku-4-5", max_tokens: 8, messages: [{ role: "user", content: "Hello" }] } as never)) as Anthropic.Message;
+      expect(after.usage.output_tokens).toBeGreaterThan(0);
 
-    // Back on its port: healthy again within the probe interval, and serving.
-    const index = replicas.indexOf(killed!);
-    replicas[index] = await startLlamaServer({ model: inject("tinyModelPath"), slots: 2, contextPerSlot: 32768, port: killed!.port });
-    const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline && (await health()).model.sequences !== 4) await new Promise((r) => setTimeout(r, 200));
-    expect((await health()).model.upstreams!.every((u) => u.healthy)).toBe(true);
-    const again = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => anthropic.messages.create({ model: "claude-haiku-4-5", max_tokens: 50, temperature: 0, messages: [{ role: "user", content: `Back ${i}` }] } as never)),
-    );
-    expect(again).toHaveLength(4);
+      // Back on its port: healthy again within the probe interval, and serving.
+      const index = replicas.indexOf(killed!);
+      replicas[index] = await startLlamaServer({ model, slots: 1, contextPerSlot: 4096, port: killed!.port });
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && (await frontHealth()).model.sequences !== 2) await new Promise((r) => setTimeout(r, 200));
+      expect((await frontHealth()).model.upstreams!.every((u) => u.healthy)).toBe(true);
+      const again = await Promise.all(
+        [0, 1].map((i) => client.messages.create({ model: "claude-haiku-4-5", max_tokens: 8, messages: [{ role: "user", content: `Back ${i}` }] } as never)),
+      );
+      expect(again).toHaveLength(2);
+    } finally {
+      expect(await front.stop()).toBe(0);
+    }
   });
 });
