@@ -1,7 +1,9 @@
-// Builds llama.cpp's own llama-server once, from the llama.cpp source node-llama-cpp ships
+// Builds llama.cpp's own tools (llama-server, rpc-server, ...) once, from the llama.cpp source node-llama-cpp ships
 // (node_modules/node-llama-cpp/llama/gitRelease.bundle), so the peer runs exactly the llama.cpp our engine
-// runs. The binary is cached under .cache/peer/ (git-ignored) with the commit it was built from.
+// runs. Binaries are cached under .cache/<name>/ (git-ignored) with the commit they were built from.
 // Plain upstream defaults (OpenMP, -march=native, persistent thread pools): the llama-server a user would build.
+// Two builds use it: bench:peer's plain llama-server (.cache/peer) and the upstream tests' llama-server +
+// rpc-server with the RPC backend (.cache/upstream, `npm run upstream:build`, run by CI before `npm test`).
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -10,6 +12,8 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const PEER_CACHE = join(ROOT, ".cache", "peer");
+/** The upstream tests' build: llama-server and rpc-server with -DGGML_RPC=ON. */
+export const UPSTREAM_CACHE = join(ROOT, ".cache", "upstream");
 const BUNDLE = join(ROOT, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle");
 
 function run(command: string, args: string[], cwd: string, quiet = false): string {
@@ -24,26 +28,38 @@ export function bundledCommit(): string {
   return run("git", ["bundle", "list-heads", BUNDLE], ROOT, true).trim().split(/\s+/)[0]!;
 }
 
-/** Returns the path of a llama-server built from the shipped source, building it first if needed (~10+ min on 2 cores). */
-export function ensureLlamaServer(log: (line: string) => void): string {
-  const commit = bundledCommit();
-  const binary = join(PEER_CACHE, "bin", "llama-server");
-  const stamp = join(PEER_CACHE, "bin", "llama-server.commit");
-  if (existsSync(binary) && existsSync(stamp) && readFileSync(stamp, "utf8").trim() === commit) return binary;
+interface ToolBuild {
+  /** Cache folder: source in llama.cpp/, build in build/, binaries copied to bin/ with a .commit stamp each. */
+  cache: string;
+  /** Extra cmake -D flags. */
+  flags: string[];
+  /** cmake targets, built in one `cmake --build` call. */
+  targets: string[];
+}
 
-  const source = join(PEER_CACHE, "llama.cpp");
-  const build = join(PEER_CACHE, "build");
+/** The paths of the built binaries (bin/<target>), after building whatever is missing or stale. */
+export function ensureLlamaCppTools(build: ToolBuild, log: (line: string) => void): Record<string, string> {
+  const commit = bundledCommit();
+  const binDir = join(build.cache, "bin");
+  const paths: Record<string, string> = Object.fromEntries(build.targets.map((t) => [t, join(binDir, t)]));
+  const current = (t: string): boolean =>
+    existsSync(paths[t]!) && existsSync(`${paths[t]!}.commit`) && readFileSync(`${paths[t]!}.commit`, "utf8").trim() === commit;
+  const missing = build.targets.filter((t) => !current(t));
+  if (missing.length === 0) return paths;
+
+  const source = join(build.cache, "llama.cpp");
+  const buildDir = join(build.cache, "build");
   if (!existsSync(join(source, "CMakeLists.txt"))) {
     log(`Cloning llama.cpp ${commit.slice(0, 10)} from node-llama-cpp's bundle into ${source}`);
     run("git", ["clone", "--quiet", BUNDLE, source], ROOT);
   }
   const head = run("git", ["rev-parse", "HEAD"], source, true).trim();
   if (head !== commit) run("git", ["checkout", "--quiet", commit], source);
-  log(`Configuring and building llama-server in ${build} (about 10+ minutes on 2 cores; cached afterwards)`);
+  log(`Configuring and building ${missing.join(", ")} in ${buildDir} (about 10+ minutes on 2 cores; cached afterwards)`);
   run(
     "cmake",
     [
-      "-S", source, "-B", build,
+      "-S", source, "-B", buildDir,
       "-DCMAKE_BUILD_TYPE=Release",
       "-DLLAMA_CURL=OFF",
       // No network here: no HTTPS client and no web UI download (the API is all the bench needs).
@@ -53,14 +69,28 @@ export function ensureLlamaServer(log: (line: string) => void): string {
       "-DLLAMA_BUILD_TESTS=OFF",
       "-DLLAMA_BUILD_EXAMPLES=OFF",
       "-DBUILD_SHARED_LIBS=OFF",
+      ...build.flags,
     ],
     ROOT,
   );
-  run("cmake", ["--build", build, "--target", "llama-server", "-j", String(availableParallelism())], ROOT);
-  mkdirSync(join(PEER_CACHE, "bin"), { recursive: true });
-  copyFileSync(join(build, "bin", "llama-server"), binary);
-  writeFileSync(stamp, `${commit}\n`);
-  return binary;
+  run("cmake", ["--build", buildDir, "--target", ...missing, "-j", String(availableParallelism())], ROOT);
+  mkdirSync(binDir, { recursive: true });
+  for (const t of missing) {
+    copyFileSync(join(buildDir, "bin", t), paths[t]!);
+    writeFileSync(`${paths[t]!}.commit`, `${commit}\n`);
+  }
+  return paths;
+}
+
+/** Returns the path of a llama-server built from the shipped source, building it first if needed (~10+ min on 2 cores). */
+export function ensureLlamaServer(log: (line: string) => void): string {
+  return ensureLlamaCppTools({ cache: PEER_CACHE, flags: [], targets: ["llama-server"] }, log)["llama-server"]!;
+}
+
+/** llama-server and rpc-server with the RPC backend, for the upstream tests and bench:upstream. */
+export function ensureUpstreamTools(log: (line: string) => void): { llamaServer: string; rpcServer: string } {
+  const paths = ensureLlamaCppTools({ cache: UPSTREAM_CACHE, flags: ["-DGGML_RPC=ON"], targets: ["llama-server", "ggml-rpc-server"] }, log);
+  return { llamaServer: paths["llama-server"]!, rpcServer: paths["ggml-rpc-server"]! };
 }
 
 /** Another of llama.cpp's tools (llama-bench, llama-batched-bench) from the build ensureLlamaServer made. */
@@ -73,4 +103,10 @@ export function ensurePeerTool(target: string, log: (line: string) => void): str
     run("cmake", ["--build", build, "--target", target, "-j", String(availableParallelism())], ROOT);
   }
   return binary;
+}
+
+// `tsx bench/llama-server-build.ts upstream`: CI's build step (skipped when a current build exists).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && process.argv[2] === "upstream") {
+  const tools = ensureUpstreamTools((line) => console.log(line));
+  console.log(`llama-server: ${tools.llamaServer}\nrpc-server: ${tools.rpcServer}`);
 }

@@ -194,6 +194,8 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         kv_cache: status.model?.kvCache ?? null,
         // Why coding agents' requests will not fit, and what would help (null when they fit).
         context_note: status.model?.contextNote ?? null,
+        // With --upstream: each inference server, whether it serves now, its slots, and why it is drained.
+        ...(status.model?.upstreams ? { upstreams: status.model.upstreams } : {}),
         error: status.error,
       },
       // Warm start (opt-in): which prompt prefixes are saved, to be restored after a restart.

@@ -11,7 +11,8 @@ const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
             [--max-connections N] [--connections-per-client N] [--idle-connections-per-client N]
             [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]
-            [--warm-start on|off] [--warm-start-max-gb N]`;
+            [--warm-start on|off] [--warm-start-max-gb N]
+            [--upstream URL[,URL...] [--upstream-key KEY[,KEY...]] [--upstream-affinity on|off]]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
   svc keys revoke KEY_ID [--data-dir DIR]
@@ -39,7 +40,12 @@ Without --model it loads the active model (\`svc models use\`) and follows it: a
 it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, then stops.
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
-SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES. Flags win over the environment.
+SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES,
+SVC_UPSTREAM, SVC_UPSTREAM_KEY, SVC_UPSTREAM_AFFINITY. Flags win over the environment.
+--upstream: generate on llama-server replicas (its /completion) instead of the built-in engine; --model (or
+the active model) must be the GGUF they serve, read here for its tokenizer and chat template only. Several
+URLs: requests spread over them with prefix affinity (--upstream-affinity off: round-robin), a failed one is
+drained (docs/scale-out.md). llama-server and vLLM are told apart by their endpoints.
 --mmap: auto reads the model into memory, in huge pages, on Linux with transparent huge pages when it runs
 on the CPU and fits (faster decoding), and maps the file elsewhere; on always maps the file (memory the
 kernel can reclaim), off always reads it in.

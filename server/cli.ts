@@ -54,6 +54,9 @@ async function serve(argv: string[]): Promise<void> {
       "max-connections": { type: "string" },
       "connections-per-client": { type: "string" },
       "idle-connections-per-client": { type: "string" },
+      upstream: { type: "string" },
+      "upstream-key": { type: "string" },
+      "upstream-affinity": { type: "string" },
     },
     strict: true,
   });

@@ -49,6 +49,13 @@ export interface ServeConfig {
   connections?: Partial<ConnectionLimits>;
   /** A stream whose client reads nothing for this long is closed (ms; unset: 30 s). */
   streamWriteTimeoutMs?: number;
+  /**
+   * Inference servers to generate on instead of the built-in engine (--upstream URL,... / SVC_UPSTREAM, with
+   * --upstream-key KEY,... / SVC_UPSTREAM_KEY); undefined: the window's setting, else the built-in engine.
+   */
+  upstreams?: Array<{ url: string; key?: string }>;
+  /** Prefix affinity over the upstreams' slots (--upstream-affinity on|off); undefined: on. Off: round-robin (bench:upstream compares them). */
+  upstreamAffinity?: boolean;
 }
 
 export const APP_NAME = "svc-desktop";
@@ -102,7 +109,10 @@ export type Flags = Partial<
     | "connections-per-client"
     | "idle-connections-per-client"
     | "audit-retention-days"
-    | "console-session-minutes",
+    | "console-session-minutes"
+    | "upstream"
+    | "upstream-key"
+    | "upstream-affinity",
     string
   >
 > & { lan?: boolean };
@@ -134,6 +144,29 @@ function list(value: string | undefined): string[] {
 function seconds(name: string, value: string | undefined): number | undefined {
   const s = intOption(name, value, 1, 86_400);
   return s === undefined ? undefined : s * 1000;
+}
+
+/**
+ * --upstream URL[,URL...] with --upstream-key KEY[,KEY...]: one key for all, or one per upstream in order
+ * (an empty entry: none for that one).
+ */
+export function parseUpstreams(urls: string | undefined, keys: string | undefined): ServeConfig["upstreams"] {
+  const list = (urls ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
+  if (list.length === 0) return undefined;
+  const keyList = (keys ?? "").split(",").map((k) => k.trim());
+  if (keys !== undefined && keys.trim() !== "" && keyList.length !== 1 && keyList.length !== list.length)
+    throw new ConfigError(`--upstream-key must give one key for all upstreams or one per upstream (${list.length}); got ${keyList.length}.`);
+  return list.map((url, i) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new ConfigError(`--upstream must be http:// or https:// URLs (got '${url}').`);
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigError(`--upstream must be http:// or https:// URLs (got '${url}').`);
+    const key = keyList.length === 1 ? keyList[0] : keyList[i];
+    return { url: url.replace(/\/+$/, ""), ...(key ? { key } : {}) };
+  });
 }
 
 export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): ServeConfig {
@@ -176,5 +209,7 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
       idleConnectionsPerClient: intOption("idle-connections-per-client", pick("idle-connections-per-client", "SVC_IDLE_CONNECTIONS_PER_CLIENT"), 0, 1_000_000),
     },
     streamWriteTimeoutMs: seconds("stream-write-timeout", pick("stream-write-timeout", "SVC_STREAM_WRITE_TIMEOUT")),
+    upstreams: parseUpstreams(pick("upstream", "SVC_UPSTREAM"), pick("upstream-key", "SVC_UPSTREAM_KEY")),
+    upstreamAffinity: onOff("upstream-affinity", pick("upstream-affinity", "SVC_UPSTREAM_AFFINITY")),
   };
 }

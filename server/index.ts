@@ -1,11 +1,12 @@
 // The server as a library: `svc serve` and the Electron main process both call startServer.
 import { open } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
-import type { ServeConfig } from "./config.js";
+import { parseUpstreams, type ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import type { EngineSpawner } from "./engine/engine-protocol.js";
 import { ProcessEngine } from "./engine/process-engine.js";
+import { UpstreamEngine, UPSTREAMS_SETTING } from "./engine/upstream-engine.js";
 import { WARM_START_SETTING, warmStartDir } from "./engine/warm-start.js";
 import { detectGpu } from "./engine/llama-runtime.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
@@ -96,6 +97,19 @@ function lockDataDir(config: ServeConfig): DataDirLock {
   }
 }
 
+/** The window's upstream setting ([{url, key?}] as JSON), if it has one that parses. */
+function storedUpstreams(store: Store, log: Log): ServeConfig["upstreams"] {
+  const value = store.settings.get(UPSTREAMS_SETTING)?.value;
+  if (!value) return undefined;
+  try {
+    const list = JSON.parse(value) as Array<{ url: string; key?: string }>;
+    return parseUpstreams(list.map((u) => u.url).join(","), list.map((u) => u.key ?? "").join(","));
+  } catch (err) {
+    log("error", `The upstream setting is not valid (${(err as Error).message}); using the built-in engine.`);
+    return undefined;
+  }
+}
+
 export interface StartOptions {
   /** Starts the engine process (default: a forked Node process); the desktop app passes Electron's utilityProcess. */
   spawnEngine?: EngineSpawner;
@@ -115,7 +129,14 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const keys = new KeysService(store);
   store.accounts.ensure(DEFAULT_ACCOUNT_NAME);
   const spawn = options.spawnEngine;
-  const engineHost = new EngineHost({ log, restartLimit: config.engineRestartLimit, loader: (o) => ProcessEngine.start({ ...o, spawn }) });
+  // Upstream inference servers (--upstream, or the window's setting) instead of the built-in engine process.
+  const upstreams = config.upstreams ?? storedUpstreams(store, log);
+  const engineHost = new EngineHost({
+    log,
+    restartLimit: config.engineRestartLimit,
+    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity: config.upstreamAffinity, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
+  });
+  if (upstreams) log("info", `Generating on ${upstreams.length} upstream(s): ${upstreams.map((u) => u.url).join(", ")}; switching models is theirs to do.`);
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
   const gpu = config.gpu === "auto" && storedGpu && GPU_PREFERENCES.includes(storedGpu) ? storedGpu : config.gpu;
   // Warm start: the flag or environment, else the window's setting; off unless turned on (warm-start.ts).

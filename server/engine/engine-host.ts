@@ -414,6 +414,9 @@ export class EngineHost {
 
   /** Starts the engine again when it dies (the in-flight requests have failed by then). */
   private watch(engine: TrackedEngine): TrackedEngine {
+    engine.inner.onCapacityChange?.(() => {
+      if (this.current === engine) this.changed();
+    });
     engine.inner.onFailure?.((reason) => {
       if (this.current !== engine) return;
       this.current = null;

@@ -20,7 +20,6 @@
 import {
   LlamaGrammarEvaluationState,
   TokenBias,
-  type LlamaContextSequence,
   type LlamaGrammar,
   type LlamaModel,
   type SequenceEvaluateOptions,
@@ -44,9 +43,18 @@ export interface CompiledGrammars {
   toolArguments: Map<string, LlamaGrammar>;
 }
 
+/**
+ * What constrains one phase's sampling, besides what SequenceEvaluateOptions carries (the grammar state and
+ * token bias there are node-llama-cpp objects): the grammar and the tokens banned, for engines that sample
+ * elsewhere (upstream-engine.ts sends them to an inference server).
+ */
+export interface PhaseConstraints {
+  grammar: LlamaGrammar | null;
+  banned: ReadonlySet<Token>;
+}
+
 export interface GenerationSetup {
   model: LlamaModel;
-  sequence: LlamaContextSequence;
   syntax: PromptSyntax;
   request: EngineRequest;
   promptTokens: Token[];
@@ -63,7 +71,7 @@ export interface GenerationSetup {
    * loop, slot-loop.ts). `more` says, when a token has just been sampled, how many more tokens the generation
    * can take after it (its budgets; 0: none): the loop decodes tokens ahead only within it.
    */
-  evaluate: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number) => AsyncIterable<SampledToken>;
+  evaluate: (tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions, more: () => number, constraints: PhaseConstraints) => AsyncIterable<SampledToken>;
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
@@ -81,7 +89,7 @@ type Phase =
 type StopKind = EngineOutcome["stopReason"];
 
 export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<EngineEvent, void, void> {
-  const { model, sequence, syntax, request, grammars, signal } = setup;
+  const { model, syntax, request, grammars, signal } = setup;
   const decoder = new TokenTextDecoder(model);
   const thought = request.mode === "thinking" ? syntax.thought : null;
   const toolsCallable = request.tools.length > 0 && request.toolChoice.type !== "none" && syntax.toolCall !== null;
@@ -187,11 +195,16 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         }
       : undefined;
 
-  function optionsFor(phase: Phase): SequenceEvaluateOptions {
+  function constraintsFor(phase: Phase): PhaseConstraints {
     let grammar: LlamaGrammar | null = null;
     if (phase.kind === "answer") grammar = grammars.answer;
     else if (phase.kind === "tool_name") grammar = grammars.toolNames;
     else if (phase.kind === "tool_args") grammar = grammars.toolArguments.get(phase.tool.name) ?? null;
+    const text = phase.kind === "answer" || phase.kind === "reasoning";
+    return { grammar, banned: text ? bannedOutsideCalls : banned };
+  }
+
+  function optionsFor(phase: Phase, { grammar }: PhaseConstraints): SequenceEvaluateOptions {
     const text = phase.kind === "answer" || phase.kind === "reasoning";
     utf8.guard = grammar ? Utf8TokenGuard.for(model) : null;
     utf8.state = Utf8State.Boundary;
@@ -301,8 +314,13 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
     const metadata = metadataFor_(phase);
-    const iterator = setup.evaluate(feed, metadata, optionsFor(phase), () =>
-      Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
+    const constraints = constraintsFor(phase);
+    const iterator = setup.evaluate(
+      feed,
+      metadata,
+      optionsFor(phase, constraints),
+      () => Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
+      constraints,
     );
     const nextFeed: Token[] = [];
     let nextPhase: Phase | null = null;

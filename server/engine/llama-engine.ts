@@ -11,23 +11,20 @@ import { availableParallelism, freemem, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import {
   GgmlType,
-  JinjaTemplateChatWrapper,
-  resolveChatWrapper,
   type ChatWrapper,
   type Llama,
   type LlamaContext,
   type LlamaContextSequence,
-  type LlamaGrammar,
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import { AppError, invalidRequest } from "../core/errors.js";
+import { AppError } from "../core/errors.js";
 import { fullCollection } from "../core/gc.js";
-import { runGeneration, type CompiledGrammars } from "./generation.js";
-import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
+import { runGeneration } from "./generation.js";
+import { GrammarCache } from "./grammar-cache.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
-import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
+import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
 import {
@@ -84,8 +81,6 @@ export interface LlamaEngineOptions {
  * bounds inputs that are pathological for the tokenizer.
  */
 export const TOKENIZE_TIMEOUT_MS = 30_000;
-
-const GRAMMAR_CACHE_LIMIT = 256;
 
 const MiB = 1024 * 1024;
 
@@ -185,9 +180,9 @@ async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>,
 }
 
 export class LlamaEngine implements Engine {
-  private readonly grammarCache = new Map<string, Promise<LlamaGrammar>>();
   private closed = false;
   private readonly loop: SlotLoop;
+  private readonly grammars: GrammarCache;
   /** Warm start, when it is on (set right after construction). */
   warm: WarmStart | null = null;
 
@@ -207,6 +202,7 @@ export class LlamaEngine implements Engine {
   ) {
     // How a token is produced is decided here, once, from the binaries, the model and the load's options.
     this.loop = new SlotLoop(context, model, tokenPaths);
+    this.grammars = new GrammarCache(llama);
   }
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
@@ -290,12 +286,7 @@ export class LlamaEngine implements Engine {
       if (!applied)
         options.log?.("debug", `This node-llama-cpp does not let the threads change per decode; all decodes use ${threads}.`);
       const sequences = plan.sequences;
-      const thinking = resolveChatWrapper(model);
-      // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
-      const fast =
-        thinking instanceof JinjaTemplateChatWrapper
-          ? (resolveChatWrapper(model, { customWrapperSettings: { jinjaTemplate: { reasoning: false } } }) ?? thinking)
-          : thinking;
+      const { thinking, fast } = resolveChatWrappers(model);
       const syntax = resolvePromptSyntax(model, thinking);
       // A pass over the vocabulary (about 0.15 s for 150k tokens), here rather than in the first constrained request.
       Utf8TokenGuard.for(model);
@@ -394,7 +385,7 @@ export class LlamaEngine implements Engine {
     }
     const room = this.context.contextSize - promptTokens.length - CONTEXT_MARGIN;
     if (room < 1) throw contextTooLong(this.contextFacts, promptTokens.length);
-    const grammars = await this.compileGrammars(request);
+    const grammars = await this.grammars.compile(request, this.syntax);
     const breakpointEnd = request.cacheBreakpoints?.length
       ? await cacheBreakpointOffset((messages, tools) => this.render({ ...request, messages, tools }, budget), promptTokens, request.messages, request.tools, request.cacheBreakpoints)
       : 0;
@@ -416,7 +407,6 @@ export class LlamaEngine implements Engine {
       const sequence = lease.sequence;
       const generation = runGeneration({
         model: this.model,
-        sequence,
         syntax: this.syntax,
         request,
         promptTokens,
@@ -526,54 +516,4 @@ export class LlamaEngine implements Engine {
     }
   }
 
-  private async compileGrammars(request: EngineRequest): Promise<CompiledGrammars> {
-    const output = request.output;
-    let answer: LlamaGrammar | null = null;
-    if (output.type === "json_object") answer = await this.grammar(jsonObjectGbnf(), "output_schema");
-    else if (output.type === "json_schema") {
-      const param = output.param ?? "output_schema";
-      answer = await this.grammar(this.schemaGrammar(output.schema, param, output.strict === true), param);
-    }
-
-    const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && this.syntax.toolCall !== null;
-    if (request.toolChoice.type === "tool") {
-      const name = request.toolChoice.name;
-      if (!request.tools.some((t) => t.name === name))
-        throw invalidRequest(`The tool to call, '${name}', is not among the tools.`, "tools");
-    }
-    if (!callable) return { answer, toolNames: null, toolArguments: new Map() };
-    const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`, "tools");
-    const toolArguments = new Map<string, LlamaGrammar>();
-    for (const [i, tool] of request.tools.entries()) {
-      const param = tool.param ?? `tools[${i}].schema`;
-      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, param, tool.strict === true), param));
-    }
-    return { answer, toolNames, toolArguments };
-  }
-
-  private schemaGrammar(schema: Record<string, unknown>, param: string, strict: boolean): string {
-    try {
-      return cachedSchemaGrammar(schema, strict);
-    } catch (err) {
-      if (err instanceof UnsupportedSchemaError) throw invalidRequest(`Unsupported JSON schema: ${err.message}`, param, "invalid_schema");
-      throw err;
-    }
-  }
-
-  /** `param`: the request field the grammar came from, named in the error when it does not compile. */
-  private grammar(text: string, param: string): Promise<LlamaGrammar> {
-    let found = this.grammarCache.get(text);
-    if (!found) {
-      found = this.llama.createGrammar({ grammar: text }).catch((err: unknown) => {
-        this.grammarCache.delete(text);
-        throw invalidRequest(`The schema could not be compiled into a grammar: ${(err as Error).message}`, param, "invalid_schema");
-      });
-      if (this.grammarCache.size >= GRAMMAR_CACHE_LIMIT) {
-        const oldest = this.grammarCache.keys().next().value;
-        if (oldest !== undefined) this.grammarCache.delete(oldest);
-      }
-      this.grammarCache.set(text, found);
-    }
-    return found;
-  }
 }

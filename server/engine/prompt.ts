@@ -2,7 +2,9 @@
 // node-llama-cpp resolves for the loaded model (its own Jinja template, or a specialised wrapper). The
 // wrapper also tells us the model's markers for thoughts and tool calls; generation.ts drives them.
 import {
+  JinjaTemplateChatWrapper,
   LlamaText,
+  resolveChatWrapper,
   type ChatHistoryItem,
   type ChatModelFunctionCall,
   type ChatModelFunctions,
@@ -65,6 +67,17 @@ function leadingMarker(model: LlamaModel, text: LlamaText): { marker: string; to
     if (attrs.control || attrs.userDefined) return { marker: model.detokenize([first], true), tokens: [first], special: true };
   }
   return { marker: text.toString(), tokens, special: false };
+}
+
+/** The model's chat wrappers: as it thinks, and for fast mode (the same where the template has no switch). */
+export function resolveChatWrappers(model: LlamaModel): { thinking: ChatWrapper; fast: ChatWrapper } {
+  const thinking = resolveChatWrapper(model);
+  // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
+  const fast =
+    thinking instanceof JinjaTemplateChatWrapper
+      ? (resolveChatWrapper(model, { customWrapperSettings: { jinjaTemplate: { reasoning: false } } }) ?? thinking)
+      : thinking;
+  return { thinking, fast };
 }
 
 export function resolvePromptSyntax(model: LlamaModel, wrapper: ChatWrapper): PromptSyntax {

@@ -22,6 +22,11 @@ export interface SampledToken {
   confidence?: number;
   /** Every remaining candidate's probability, most likely first. */
   probabilities?: Map<Token, number>;
+  /**
+   * Already at temperature 1, from an engine that reports the model's own log-probabilities (an upstream
+   * server): taken as they are.
+   */
+  score?: TokenScore;
 }
 
 export interface TokenScore {
@@ -36,6 +41,7 @@ export function metadataFor(top: number, temperature: number | undefined): { con
 
 /** The sampled token's log-probability and the `top` most likely tokens', at temperature 1 (see above). */
 export function scoreToken(sampled: SampledToken, temperature: number | undefined, top: number): TokenScore {
+  if (sampled.score) return { logprob: Math.min(0, sampled.score.logprob), top: sampled.score.top.slice(0, top) };
   const t = temperature ?? 0;
   if (!(t > 0)) {
     const p = sampled.confidence ?? sampled.probabilities?.get(sampled.token) ?? 0;

@@ -123,6 +123,11 @@ export interface LoadedModelInfo {
    * cannot fit, which the pipeline checks before anything is rendered or tokenized.
    */
   maxTokenChars?: number;
+  /**
+   * Served by inference servers upstream (upstream-engine.ts): each replica, whether it serves now, its slots
+   * and context per slot, the model file it names, and why it is drained. Absent for the built-in engine.
+   */
+  upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";
@@ -151,6 +156,11 @@ export interface Engine {
    * when they do, with how; their running generations have failed by then. Returns an unsubscribe.
    */
   onFailure?(listener: (reason: string) => void): () => void;
+  /**
+   * Engines whose sequences come and go while loaded (upstream replicas drained and back) call `listener`
+   * when status().model.sequences may have changed. Returns an unsubscribe.
+   */
+  onCapacityChange?(listener: () => void): () => void;
   /** The GPU with its free memory as of now (engines in another process ask it there). */
   gpuNow?(): Promise<GpuInfo | null>;
 }

@@ -19,12 +19,19 @@ export interface ModelObject {
   loaded_context_length: number | null;
   /** The most one request can generate: the loaded context less the engine's margin; null without a model. */
   max_output_tokens: number | null;
+  /** Only when the server generates on upstream inference servers: how many, and that the model is theirs. */
+  upstream?: { replicas: number; healthy: number; note: string };
 }
 
 /** The spec's upper bound for max_tokens / max_output_tokens. */
 const MAX_TOKENS_LIMIT = 200000;
 
-export function modelObject(loaded: { contextSize: number; maxOutputTokens?: number } | null = null): ModelObject {
+export const UPSTREAM_MODEL_NOTE =
+  "This server generates on upstream inference servers; switching the model is theirs to do (restart them with another model), not this server's.";
+
+export function modelObject(
+  loaded: { contextSize: number; maxOutputTokens?: number; upstreams?: Array<{ healthy: boolean }> } | null = null,
+): ModelObject {
   return {
     id: MODEL_ID,
     object: "model",
@@ -35,6 +42,9 @@ export function modelObject(loaded: { contextSize: number; maxOutputTokens?: num
     modes: ["fast", "thinking"],
     loaded_context_length: loaded?.contextSize ?? null,
     max_output_tokens: loaded ? Math.min(MAX_TOKENS_LIMIT, loaded.maxOutputTokens ?? loaded.contextSize) : null,
+    ...(loaded?.upstreams
+      ? { upstream: { replicas: loaded.upstreams.length, healthy: loaded.upstreams.filter((u) => u.healthy).length, note: UPSTREAM_MODEL_NOTE } }
+      : {}),
   };
 }
 

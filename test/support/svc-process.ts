@@ -72,12 +72,19 @@ export function createKey(dataDir: string, ...extra: string[]): string {
   return result.stdout.trim().split("\n").at(-1)!;
 }
 
+/**
+ * `svc serve` arguments every startSvc in this test file adds: the upstream tests (test/e2e/upstream-*.test.ts)
+ * set --upstream URL here and run another file's tests unchanged on a llama-server.
+ */
+export const serveDefaults: { args: string[]; beforeStart?: () => Promise<void> } = { args: [] };
+
 export async function startSvc(
   options: { model?: string; dataDir?: string; args?: string[]; env?: NodeJS.ProcessEnv; /** Let svc choose the threads (no --threads 1). */ autoThreads?: boolean } = {},
 ): Promise<SvcServer> {
   const dataDir = options.dataDir ?? tempDataDir();
   const env = options.env ?? {};
-  const args = ["serve", "--host", "127.0.0.1", "--data-dir", dataDir, ...(options.args ?? [])];
+  await serveDefaults.beforeStart?.();
+  const args = ["serve", "--host", "127.0.0.1", "--data-dir", dataDir, ...serveDefaults.args, ...(options.args ?? [])];
   if (env.SVC_PORT === undefined) args.push("--port", "0");
   if (env.SVC_THREADS === undefined && !options.autoThreads) args.push("--threads", "1");
   if (options.model) args.push("--model", options.model);
@@ -98,11 +105,12 @@ export async function startSvc(
       reject(new Error(`svc did not start in time:\n${out}`));
     }, 60_000);
     const onData = () => {
-      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
+      // The line that says where it listens (logs before it may name other servers, such as an upstream's URL).
+      const match = /svc listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (match) {
         clearTimeout(timer);
         child.stdout.off("data", onData);
-        resolve(match[0]);
+        resolve(match[1]!);
       }
     };
     child.stdout.on("data", onData);

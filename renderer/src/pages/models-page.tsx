@@ -154,6 +154,14 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
 
       <ModelStatusCard status={status} busy={busy} act={act} onSaveSettings={saveSettings} />
 
+      {status?.model.upstreams && (
+        <p className="notice" data-testid="models-upstreams">
+          Generating on {status.model.upstreams.length} upstream server{status.model.upstreams.length === 1 ? "" : "s"} (
+          {status.model.upstreams.map((u) => `${u.url}${u.healthy ? "" : ", down"}`).join("; ")}). Switching the model is theirs to do: restart
+          them with another model. The file loaded here gives only the tokenizer and chat template.
+        </p>
+      )}
+
       {error?.place === "page" && (
         <p className="error" role="alert" data-testid="models-error">
           {error.message}

@@ -289,6 +289,7 @@ export class ConsoleService implements ConsoleApi {
         sequences: info?.sequences ?? null,
         totalLayers: info?.totalLayers ?? null,
         settings: settingsView(files.current ? this.server.models.modelSettings(files.current) : {}),
+        ...(info?.upstreams ? { upstreams: info.upstreams.map(({ url, healthy, slots, error }) => ({ url, healthy, slots, error })) } : {}),
         error: status.error,
       },
       gpu: hardware.gpu

@@ -72,6 +72,8 @@ export interface StatusView {
     totalLayers: number | null;
     /** The loaded model's own settings (Model page), applied when it loads. */
     settings: ModelSettings;
+    /** With --upstream (docs/scale-out.md): the inference servers generating, and whether each serves now. */
+    upstreams?: Array<{ url: string; healthy: boolean; slots: number; error: string | null }>;
     error: string | null;
   };
   gpu: GpuView | null;

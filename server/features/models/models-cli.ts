@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { AppError } from "../../core/errors.js";
 import { Store } from "../../store/store.js";
+import { UPSTREAMS_SETTING } from "../../engine/upstream-engine.js";
 import { ModelsService, type ModelEntry, type PullEvent } from "./models-service.js";
 import { formatBytes, formatDuration, ProgressRenderer } from "./progress-bar.js";
 import { RECOMMENDED_MODEL, RECOMMENDED_SPEECH_MODEL } from "./model-sources.js";
@@ -15,10 +16,23 @@ export class ModelsUsageError extends Error {
 
 type Values = Record<string, string | boolean | undefined>;
 
-function withService<T>(dataDir: string, action: (models: ModelsService) => Promise<T>): Promise<T> {
+function withService<T>(dataDir: string, action: (models: ModelsService, store: Store) => Promise<T>): Promise<T> {
   const store = Store.open(dataDir);
   const models = new ModelsService({ store, dataDir });
-  return action(models).finally(() => store.close());
+  return action(models, store).finally(() => store.close());
+}
+
+/**
+ * Upstreams `svc serve` generates on (SVC_UPSTREAM, or the window's setting), if any: the model there is
+ * theirs, so the list says so (a `svc serve --upstream` flag is not visible from here).
+ */
+function upstreamNote(store: Store): string | null {
+  const urls = (process.env.SVC_UPSTREAM ?? "").trim() || store.settings.get(UPSTREAMS_SETTING)?.value;
+  if (!urls) return null;
+  return (
+    "Upstreams are configured: `svc serve` generates on them, and the model they serve is theirs to switch " +
+    "(restart them with another model). The file `svc serve` loads here is read only for its tokenizer and chat template, and must be the one they serve."
+  );
 }
 
 function describeEntry(m: ModelEntry, separator = "  "): string {
@@ -28,12 +42,13 @@ function describeEntry(m: ModelEntry, separator = "  "): string {
 }
 
 async function list(dataDir: string, values: Values): Promise<number> {
-  const listing = await withService(dataDir, (models) => models.list());
+  const { listing, note } = await withService(dataDir, async (models, store) => ({ listing: await models.list(), note: upstreamNote(store) }));
   if (values.json) {
-    console.log(JSON.stringify(listing, null, 2));
+    console.log(JSON.stringify(note ? { ...listing, upstream_note: note } : listing, null, 2));
     return 0;
   }
   printLanguageModels(listing);
+  if (note) console.log(note);
   printSpeechModels(listing.speech);
   return 0;
 }
