@@ -93,7 +93,7 @@ suite("two llama-server replicas behind --upstream", () => {
 
   it("a replica killed mid-stream: that stream ends with a clean error, others go on, it comes back", async () => {
     // On bench:peer's generated model (milliseconds per token on one thread, where the tiny model's whole answer
-    // takes a fraction of a second), with a forced call of 200 integers: seconds of stream to kill one in.
+    // takes a fraction of a second), with a forced call of 400 integers: seconds of stream to kill one in.
     const model = ensurePeerModel(join(ROOT, ".cache", "peer", "model.gguf"));
     const slow = [await startLlamaServer({ model, slots: 1, contextPerSlot: 4096 }), await startLlamaServer({ model, slots: 1, contextPerSlot: 4096 })];
     replicas.push(...slow);
@@ -105,9 +105,9 @@ suite("two llama-server replicas behind --upstream", () => {
     try {
       const stream = client.messages.stream({
         model: "claude-haiku-4-5",
-        max_tokens: 3000,
+        max_tokens: 3800,
         messages: [{ role: "user", content: "List numbers." }],
-        tools: [{ name: "numbers", input_schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: 200, maxItems: 200 } }, required: ["xs"] } }],
+        tools: [{ name: "numbers", input_schema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" }, minItems: 400, maxItems: 400 } }, required: ["xs"] } }],
         tool_choice: { type: "tool", name: "numbers" },
       });
       let deltas = 0;
@@ -115,9 +115,10 @@ suite("two llama-server replicas behind --upstream", () => {
       const failure = await (async () => {
         for await (const event of stream) {
           if (event.type === "content_block_delta") deltas++;
-          // Generation has begun (message_start comes with its first token): kill its replica a moment later.
-          if (event.type === "message_start" && !killed) {
-            await new Promise((r) => setTimeout(r, 200));
+          // The call's arguments have begun (hundreds of tokens still to come): kill the replica writing them
+          // at once. (Killed later, a loaded machine could let the client read on after the server had all
+          // the arguments, and the stream would end well.)
+          if (event.type === "content_block_delta" && !killed) {
             // The replica whose slot runs it.
             for (const r of slow) {
               const slots = (await (await fetch(`${r.url}/slots`)).json()) as Array<{ is_processing: boolean }>;
@@ -129,6 +130,8 @@ suite("two llama-server replicas behind --upstream", () => {
         return null;
       })().catch((e: unknown) => e);
       expect(killed).not.toBeNull();
+      // Cut off in the middle of the arguments: far fewer deltas than the 400 integers need.
+      expect(deltas).toBeLessThan(200);
       expect(failure).toBeInstanceOf(Anthropic.APIError);
       expect((failure as Error).message).toMatch(/upstream/i);
 
