@@ -28,6 +28,8 @@ import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
+import { VisionEngine } from "./vision/vision-engine.js";
+import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
@@ -77,6 +79,11 @@ export interface LlamaEngineOptions {
   tokenizeTimeoutMs?: number;
   /** Warm start (warm-start.ts): save long shared prefixes' KV cache here and restore it after a restart. */
   warmStart?: { dir: string; maxBytes?: number; minTokens?: number };
+  /**
+   * The model's vision projector (an mmproj GGUF): requests with images then run on the vision engine
+   * (vision/vision-engine.ts, a process of its own), the rest here as before.
+   */
+  projectorPath?: string;
   /** The engine build's token paths to take where the binaries have them; default: tokenPathsFromEnvironment(). */
   tokenPaths?: TokenPaths;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -212,6 +219,8 @@ export class LlamaEngine implements Engine {
     // How a token is produced is decided here, once, from the binaries and the load's options.
     this.steps = new StepLoop(context, model, round.schedule, tokenPaths);
   }
+
+  private vision: VisionEngine | null = null;
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
     const size = await stat(options.modelPath).then(
@@ -356,6 +365,7 @@ export class LlamaEngine implements Engine {
       fullCollection();
       const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), round, { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
       options.log?.("debug", `Tokens are produced by ${engine.steps.describe()}.`);
+      if (options.projectorPath) await engine.startVision(options.projectorPath, options.log);
       if (options.warmStart)
         engine.warm = new WarmStart(
           {
@@ -388,11 +398,48 @@ export class LlamaEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
+    if (hasImages(request)) return countVisionTokens({ model: this.model, wrapper: this.wrapperFor(request), vision: this.visionFor(), request });
     return (await this.render(request, this.tokenizeBudget())).length;
+  }
+
+  /** Loads the model with its projector in the vision process; without it, images take the OCR path. */
+  private async startVision(projectorPath: string, log: LlamaEngineOptions["log"]): Promise<void> {
+    try {
+      const started = performance.now();
+      this.vision = await VisionEngine.start({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads });
+      this.info.vision = { projector: projectorPath };
+      log?.("info", `Vision: the projector ${basename(projectorPath)} is loaded in the vision process (${Math.round(performance.now() - started)} ms); images go to the model.`);
+    } catch (err) {
+      this.info.vision = null;
+      log?.("warn", `Vision: the projector ${projectorPath} could not be loaded (${(err as Error).message}); images are read with OCR.`);
+    }
+  }
+
+  private visionFor(): VisionEngine {
+    if (!this.vision) throw new AppError("invalid_request", "The loaded model cannot see images.", { code: "vision_unavailable" });
+    return this.vision;
+  }
+
+  private wrapperFor(request: EngineRequest): ChatWrapper {
+    return request.mode === "fast" ? this.wrappers.fast : this.wrappers.thinking;
   }
 
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 });
+    if (hasImages(request)) {
+      yield* runVisionGeneration({
+        model: this.model,
+        wrapper: this.wrapperFor(request),
+        syntax: this.syntax,
+        vision: this.visionFor(),
+        request,
+        contextSize: this.info.contextSize,
+        margin: CONTEXT_MARGIN,
+        tooLong: (tokens) => contextTooLong(this.contextFacts, tokens),
+        signal,
+      });
+      return;
+    }
     const budget = this.tokenizeBudget(signal);
     let promptTokens: Token[];
     try {
@@ -518,6 +565,7 @@ export class LlamaEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.vision?.close();
     this.pool.close();
     await this.context.dispose();
     await this.model.dispose();

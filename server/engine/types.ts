@@ -76,6 +76,8 @@ export interface EngineOutcome {
   logprobs?: TokenLogprob[];
   /** With tokenProbabilities: every sampled answer and tool-call token (what confidence is computed from). */
   scored?: ScoredToken[];
+  /** The request's images went to the vision encoder: how many, and the prompt tokens they took. */
+  vision?: { images: number; imageTokens: number };
 }
 
 export type EngineEvent = Exclude<InferenceEvent, { type: "done" }> | { type: "done"; outcome: EngineOutcome };
@@ -123,6 +125,8 @@ export interface LoadedModelInfo {
    * cannot fit, which the pipeline checks before anything is rendered or tokenized.
    */
   maxTokenChars?: number;
+  /** The vision projector loaded beside the model (images go to the model); null or absent: text only. */
+  vision?: { projector: string } | null;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

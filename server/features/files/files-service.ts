@@ -287,6 +287,13 @@ export class FilesService implements FileResolver {
     return { extracted, filename: row.filename };
   }
 
+  /** FileResolver: the caller's file as uploaded (an image shown to a vision model), with its type. */
+  async bytesOf(fileId: string, accountId: string | undefined, param: string): Promise<{ bytes: Buffer; mediaType: string; kind: string }> {
+    const row = accountId ? this.options.store.files.find(fileId, accountId, this.now()) : undefined;
+    if (!row) throw fileNotFound(fileId, param);
+    return { bytes: await readFile(this.originalPath(fileId)), mediaType: row.mime_type, kind: row.content_kind };
+  }
+
   fileDir(id: string): string {
     return join(this.dir, id);
   }

@@ -1,0 +1,231 @@
+// A request that carries images, generated on the vision engine: OUR chat wrapper renders the prompt (the
+// images as markers, in place), the vision process reads it with the images and samples the answer, and the
+// text it streams back is split here into reasoning and answer, with stop sequences matched on the visible
+// answer only, as runGeneration does for text (the same TextTriggerMatcher). What the vision path does not
+// do (docs/api.md, "Images"): tool calls (a request offering callable tools with an image is a 400),
+// per-token probabilities (glassbox confidence is null), and a reasoning budget below max_tokens.
+import { LlamaText, SpecialToken, SpecialTokensText, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
+import { AppError, invalidRequest } from "../../core/errors.js";
+import type { CanonicalMessage, ContentPart } from "../../core/inference.js";
+import { renderPromptText, type PromptSyntax } from "../prompt.js";
+import { TextTriggerMatcher } from "../text-matcher.js";
+import type { EngineEvent, EngineOutcome, EngineRequest } from "../types.js";
+import type { VisionEngine } from "./vision-engine.js";
+import { VISION_MEDIA_MARKER, type VisionResult } from "./vision-protocol.js";
+
+/** Does the request carry an image for the model to see (an image part the pipeline kept as bytes)? */
+export function hasImages(request: Pick<EngineRequest, "messages">): boolean {
+  return request.messages.some((m) => m.content.some((p) => p.type === "image"));
+}
+
+/** Where image k stands in the rendered prompt, until it becomes the media marker. */
+const placeholder = (k: number) => `\u{F8FF}svc-image-${k}\u{F8FF}`;
+const PLACEHOLDER = /\u{F8FF}svc-image-(\d+)\u{F8FF}/gu;
+
+export interface VisionPrompt {
+  prompt: string;
+  /** The images as data: URLs, in the order their markers appear in the prompt. */
+  media: string[];
+}
+
+/** The prompt text our wrapper renders, special tokens written out, each image as VISION_MEDIA_MARKER. */
+export function renderVisionPrompt(model: LlamaModel, wrapper: ChatWrapper, request: EngineRequest): VisionPrompt {
+  const images: string[] = [];
+  const messages = request.messages.map((message, i): CanonicalMessage => {
+    if (!message.content.some((p) => p.type === "image")) return message;
+    const content = message.content.map((part, j): ContentPart => {
+      if (part.type !== "image") return part;
+      if (part.source.kind !== "base64") throw invalidRequest("An image reached the model unread.", part.param ?? `messages[${i}].content[${j}]`, "invalid_image");
+      images.push(`data:${part.source.mediaType};base64,${part.source.data}`);
+      return { type: "text", text: placeholder(images.length - 1) };
+    });
+    return { ...message, content } as CanonicalMessage;
+  });
+  const text = renderPromptText(wrapper, messages, request.tools);
+  // A marker the caller wrote in its own text is not an image: defused before ours go in.
+  const written = llamaTextString(model, text).split(VISION_MEDIA_MARKER).join("<__media_>");
+  const media: string[] = [];
+  const prompt = written.replace(PLACEHOLDER, (_, k: string) => {
+    media.push(images[Number(k)]!);
+    return VISION_MEDIA_MARKER;
+  });
+  return { prompt, media };
+}
+
+/** LlamaText as the text a tokenizer that parses special tokens reads back into the same tokens. */
+function llamaTextString(model: LlamaModel, text: LlamaText): string {
+  return text.values
+    .map((value) => {
+      if (typeof value === "string") return value;
+      if (value instanceof SpecialTokensText) return value.value;
+      if (value instanceof SpecialToken) return model.detokenize(value.tokenize(model.tokenizer), true);
+      return String(value);
+    })
+    .join("");
+}
+
+export interface VisionGenerationSetup {
+  model: LlamaModel;
+  wrapper: ChatWrapper;
+  syntax: PromptSyntax;
+  vision: VisionEngine;
+  request: EngineRequest;
+  contextSize: number;
+  /** Room the context keeps free past the answer (forced markers). */
+  margin: number;
+  tooLong: (promptTokens: number) => AppError;
+  signal: AbortSignal;
+}
+
+/** Exact prompt tokens of a request with images: the text's, and each image's share from its encoder. */
+export async function countVisionTokens(setup: Pick<VisionGenerationSetup, "model" | "wrapper" | "vision" | "request">): Promise<number> {
+  const { prompt, media } = renderVisionPrompt(setup.model, setup.wrapper, setup.request);
+  return (await setup.vision.tokenize(prompt, media)).tokens;
+}
+
+export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncGenerator<EngineEvent, void, void> {
+  const { request, syntax, signal } = setup;
+  if (request.tools.length > 0 && request.toolChoice.type !== "none")
+    throw invalidRequest(
+      "Tool calls are not available in a turn that shows the model an image yet: send tool_choice none (or no tools) with images, or the image in another turn.",
+      "tools",
+      "vision_tools_unsupported",
+    );
+  const { prompt, media } = renderVisionPrompt(setup.model, setup.wrapper, request);
+  const counted = await setup.vision.tokenize(prompt, media);
+  const room = setup.contextSize - counted.tokens - setup.margin;
+  if (room < 1) throw setup.tooLong(counted.tokens);
+  const maxTokens = Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room);
+  if (signal.aborted) return;
+
+  const thought = request.mode === "thinking" ? syntax.thought : null;
+  const banned = [...(request.mode === "fast" ? (syntax.thought?.banTokens ?? []) : []), ...(syntax.toolCall?.triggerTokens ?? [])];
+  const output = request.output;
+  const jsonSchema =
+    output.type === "json_schema" ? JSON.stringify(output.schema) : output.type === "json_object" ? JSON.stringify({ type: "object" }) : undefined;
+
+  // Stops the completion in the vision process (a stop sequence, the client gone).
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+
+  const answerMatcher = new TextTriggerMatcher(request.stopSequences.map((s) => ({ kind: "stop" as const, text: s })));
+  const closeMatcher = thought ? new TextTriggerMatcher([{ kind: "close" as const, text: thought.close }]) : null;
+  /** Leading output not yet known to open a thought or not. */
+  let lead = "";
+  let phase: "lead" | "reasoning" | "answer" = thought ? "lead" : "answer";
+  let reasoning = "";
+  let text = "";
+  let reasoningTokens = 0;
+  let leadTokens = 0;
+  let stopSequence: string | null = null;
+  let started = false;
+  const events: EngineEvent[] = [];
+
+  const answer = (piece: string) => {
+    if (stopSequence !== null || piece === "") return;
+    const match = request.stopSequences.length > 0 ? answerMatcher.push(piece) : { emit: piece, hit: null };
+    let emit = match.emit;
+    if (text === "") emit = emit.replace(/^\s+/, "");
+    if (emit) {
+      text += emit;
+      events.push({ type: "text.delta", text: emit });
+    }
+    if (match.hit) {
+      stopSequence = match.hit.trigger;
+      stop.abort();
+    }
+  };
+  const think = (piece: string) => {
+    const match = closeMatcher!.push(piece);
+    let emit = match.emit;
+    if (reasoning === "") emit = emit.replace(/^\s+/, "");
+    if (emit) {
+      reasoning += emit;
+      events.push({ type: "reasoning.delta", text: emit });
+    }
+    if (match.hit) {
+      phase = "answer";
+      answer(match.rest);
+    }
+  };
+
+  try {
+    let result: VisionResult | null = null;
+    for await (const step of setup.vision.complete(
+      {
+        prompt,
+        media,
+        maxTokens: Number.isFinite(maxTokens) ? maxTokens : room,
+        temperature: request.sampling.temperature ?? 0.7,
+        topP: request.sampling.topP ?? 0.95,
+        topK: request.sampling.topK ?? 40,
+        seed: request.sampling.seed ?? 0,
+        ...(jsonSchema !== undefined ? { jsonSchema } : {}),
+        banned,
+      },
+      stop.signal,
+    )) {
+      if ("prompt" in step) {
+        started = true;
+        yield { type: "start", mode: request.mode, promptTokens: step.prompt.tokens, cachedTokens: step.prompt.cached };
+        continue;
+      }
+      if ("result" in step) {
+        result = step.result;
+        break;
+      }
+      if (phase === "lead") {
+        lead += step.text;
+        leadTokens++;
+        const trimmed = lead.trimStart();
+        if (trimmed.length >= thought!.open.length || !thought!.open.startsWith(trimmed)) {
+          if (trimmed.startsWith(thought!.open)) {
+            phase = "reasoning";
+            reasoningTokens += leadTokens;
+            think(trimmed.slice(thought!.open.length));
+          } else {
+            phase = "answer";
+            answer(lead);
+          }
+        }
+      } else if (phase === "reasoning") {
+        reasoningTokens++;
+        think(step.text);
+      } else answer(step.text);
+      if (events.length > 0) yield* events.splice(0);
+    }
+    if (signal.aborted) return;
+    if (!result) throw new AppError("unavailable", "The vision engine ended without a result.", { code: "vision_failed", retryAfter: 5 });
+    // Text held back as a possible stop sequence's start is answer text after all.
+    if (phase === "lead") answer(lead);
+    else if (phase === "reasoning") {
+      const held = closeMatcher!.flush();
+      if (held) reasoning += held, events.push({ type: "reasoning.delta", text: held });
+    }
+    if (stopSequence === null) {
+      const held = answerMatcher.flush();
+      if (held) text += held, events.push({ type: "text.delta", text: held });
+    }
+    if (!started) yield { type: "start", mode: request.mode, promptTokens: result.promptTokens, cachedTokens: result.promptTokens - result.evaluatedTokens };
+    yield* events.splice(0);
+    const outcome: EngineOutcome = {
+      mode: request.mode,
+      text,
+      reasoning,
+      toolCalls: [],
+      stopReason: stopSequence !== null ? "stop_sequence" : result.endOfTurn ? "end_turn" : "max_tokens",
+      stopSequence,
+      usage: {
+        promptTokens: result.promptTokens,
+        cachedTokens: result.promptTokens - result.evaluatedTokens,
+        completionTokens: result.completionTokens,
+        reasoningTokens: Math.min(reasoningTokens, result.completionTokens),
+      },
+      vision: { images: media.length, imageTokens: counted.imageTokens.reduce((a, b) => a + b, 0) },
+    };
+    yield { type: "done", outcome };
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}

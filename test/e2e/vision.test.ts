@@ -1,0 +1,120 @@
+// Images into a vision model, end to end: `svc serve` on the generated text model with the generated tiny
+// projector beside it (resources/test-model/tiny-vision.ts), driven with the official clients. The image
+// goes through llama.cpp's real vision encoder in the vision process: it raises prompt_tokens by exactly
+// the encoder's token count, svc_trace says the vision path ran, and the same request again is served from
+// the KV cache.
+import { readFileSync } from "node:fs";
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI, { toFile } from "openai";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
+import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+
+let server: SvcServer;
+let client: OpenAI;
+let key: string;
+let png: Buffer;
+let dataUrl: string;
+const question = "What is in this picture?";
+
+type Traced = { svc_trace?: { images?: { count: number; read_by: string; tokens: number | null } } };
+
+beforeAll(async () => {
+  const dataDir = tempDataDir();
+  key = createKey(dataDir);
+  const model = writeTinyVisionModel(tempDataDir(), readFileSync(inject("tinyModelPath")));
+  server = await startSvc({ model, dataDir, args: ["--sequences", "1", "--context-size", "2048"] });
+  client = new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  png = await sharp({ create: { width: 1024, height: 768, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
+  dataUrl = `data:image/png;base64,${png.toString("base64")}`;
+}, 120_000);
+afterAll(async () => {
+  expect(await server.stop()).toBe(0);
+});
+
+const chat = (content: OpenAI.Chat.ChatCompletionContentPart[], extra: Record<string, unknown> = {}) =>
+  client.chat.completions.create({ model: "svc", max_tokens: 8, temperature: 0, messages: [{ role: "user", content }], ...extra } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+
+describe("Chat", () => {
+  it("an image_url data URL reaches the vision encoder: prompt_tokens rise by its token count, svc_trace says so", async () => {
+    const plain = await chat([{ type: "text", text: question }]);
+    const image = await chat([{ type: "text", text: question }, { type: "image_url", image_url: { url: dataUrl } }], { glassbox: { enabled: true } });
+    // The image stands where its marker is, in its own paragraph: the text around it is the same but for
+    // the two newlines that set it apart ("\n\n" after the question, one token in this vocabulary: 2 bytes).
+    const difference = image.usage!.prompt_tokens - plain.usage!.prompt_tokens;
+    expect(difference - TINY_VISION_IMAGE_TOKENS).toBeGreaterThanOrEqual(0);
+    expect(difference - TINY_VISION_IMAGE_TOKENS).toBeLessThanOrEqual(2);
+    expect((image as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+    expect(image.choices[0]!.finish_reason).toBe("length");
+    const answered = await chat([{ type: "text", text: question }, { type: "image_url", image_url: { url: dataUrl } }], { max_tokens: 64, reasoning_effort: "none" });
+    expect(answered.choices[0]!.message.content).toMatch(/\w/);
+    expect(answered.model).toBe("svc-fast");
+  });
+
+  it("the same request again is a cache hit: all but the last prompt token come from the KV cache", async () => {
+    const body: OpenAI.Chat.ChatCompletionContentPart[] = [{ type: "text", text: "Describe it." }, { type: "image_url", image_url: { url: dataUrl } }];
+    await chat(body);
+    const again = await chat(body);
+    expect(again.usage!.prompt_tokens_details?.cached_tokens).toBe(again.usage!.prompt_tokens - 1);
+    // Another image at the same place is not served from the cache past the text before it.
+    const other = await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 10, g: 200, b: 30 } } }).png().toBuffer();
+    const changed = await chat([{ type: "text", text: "Describe it." }, { type: "image_url", image_url: { url: `data:image/png;base64,${other.toString("base64")}` } }]);
+    expect(changed.usage!.prompt_tokens_details?.cached_tokens).toBeLessThan(changed.usage!.prompt_tokens - TINY_VISION_IMAGE_TOKENS);
+  });
+
+  it("streams the answer with usage, as a text answer does", async () => {
+    const stream = await client.chat.completions.create({
+      model: "svc",
+      max_tokens: 8,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: dataUrl } }] }],
+    });
+    let text = "";
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      usage = chunk.usage ?? usage;
+    }
+    expect(usage!.prompt_tokens).toBeGreaterThan(TINY_VISION_IMAGE_TOKENS);
+    expect(usage!.completion_tokens).toBeGreaterThan(0);
+    expect(typeof text).toBe("string");
+  });
+
+  it("a remote image URL is refused with a clear 400; nothing is fetched", async () => {
+    const err = await chat([{ type: "image_url", image_url: { url: "http://127.0.0.1:9/cat.png" } }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("url_not_fetched");
+    expect((err as InstanceType<typeof OpenAI.APIError>).param).toBe("messages[0].content[0].image_url");
+  });
+
+  it("an image part that holds no image is a 400 naming it", async () => {
+    const err = await chat([{ type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from("not an image").toString("base64")}` } }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).param).toBe("messages[0].content[0].image_url");
+  });
+});
+
+describe("Responses, Messages and Files", () => {
+  it("Responses input_image (data URL and file_id) reaches the encoder", async () => {
+    const tokens = async (content: OpenAI.Responses.ResponseInputContent[]) =>
+      (await client.responses.create({ model: "svc", max_output_tokens: 16, input: [{ role: "user", content: [{ type: "input_text", text: question }, ...content] }] })).usage!
+        .input_tokens;
+    const plain = await tokens([]);
+    expect((await tokens([{ type: "input_image", detail: "auto", image_url: dataUrl }])) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
+    const file = await client.files.create({ file: await toFile(png, "red.png"), purpose: "vision" });
+    expect((await tokens([{ type: "input_image", detail: "auto", file_id: file.id }])) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
+  });
+
+  it("Messages image blocks (base64) reach the encoder", async () => {
+    const anthropic = new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0 });
+    const ask = (extra: Anthropic.ContentBlockParam[]) =>
+      anthropic.messages.create({ model: "claude-haiku-4-5", max_tokens: 4, messages: [{ role: "user", content: [{ type: "text", text: question }, ...extra] }] });
+    // input_tokens counts what the cache did not serve: the prompt is all three together.
+    const prompt = ({ usage }: Anthropic.Message) => usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0);
+    const plain = prompt(await ask([]));
+    const image = await ask([{ type: "image", source: { type: "base64", media_type: "image/png", data: png.toString("base64") } }]);
+    expect(prompt(image) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
+  });
+});
