@@ -41,6 +41,8 @@ export interface RunOptions {
   accountId: string;
   /** interactive (HTTP surfaces, the window), agent (agent steps) or batch (batch items). Default interactive. */
   workClass?: WorkClass;
+  /** "vision": images must reach the model as images (no OCR fallback); default "auto". */
+  imageInput?: "vision" | "auto";
 }
 
 export type PipelineLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -104,6 +106,12 @@ export class InferencePipeline {
     // No model: say so now rather than after a wait in the queue.
     const engine = this.host.engine();
     const images = imageInputOf(engine);
+    if (images === "ocr" && options.imageInput === "vision" && countImages(request.messages) > 0)
+      throw new AppError(
+        "invalid_request",
+        "The loaded model cannot see images (it has no vision projector), and X-Image-Input: vision forbids reading them with OCR instead. Load a vision model (docs/api.md, \"Images\") or leave the header out.",
+        { code: "vision_unavailable", param: "X-Image-Input" },
+      );
     let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }, images) };
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
     // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.

@@ -118,3 +118,57 @@ describe("Responses, Messages and Files", () => {
     expect(prompt(image) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
   });
 });
+
+describe("a text-only model", () => {
+  let textOnly: SvcServer;
+  let textClient: OpenAI;
+
+  beforeAll(async () => {
+    const dataDir = tempDataDir();
+    textOnly = await startSvc({ model: inject("tinyModelPath"), dataDir, args: ["--sequences", "1", "--context-size", "2048"] });
+    textClient = new OpenAI({ apiKey: createKey(dataDir), baseURL: `${textOnly.url}/v1`, maxRetries: 0 });
+  }, 120_000);
+  afterAll(async () => {
+    expect(await textOnly.stop()).toBe(0);
+  });
+
+  it("reads images with OCR and says so in svc_trace and the file object; the vision model's file object says vision", async () => {
+    const res = await textClient.chat.completions.create({
+      model: "svc",
+      max_tokens: 4,
+      messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: dataUrl } }] }],
+      glassbox: { enabled: true },
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    expect((res as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "ocr", tokens: null });
+    const file = await textClient.files.create({ file: await toFile(png, "red.png"), purpose: "vision" });
+    expect(file).toMatchObject({ content_kind: "image", svc_image_input: "ocr" });
+    const seen = await client.files.create({ file: await toFile(png, "red.png"), purpose: "vision" });
+    expect(seen).toMatchObject({ content_kind: "image", svc_image_input: "vision" });
+    const text = await client.files.create({ file: await toFile(Buffer.from("hello"), "a.txt"), purpose: "user_data" });
+    expect(text).not.toHaveProperty("svc_image_input");
+  });
+
+  it("X-Image-Input: vision forbids the fallback: a clear 400 on every surface; the vision model takes it", async () => {
+    const headers = { "X-Image-Input": "vision" };
+    const err = await textClient.chat.completions
+      .create({ model: "svc", max_tokens: 4, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: dataUrl } }] }] }, { headers })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("vision_unavailable");
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/cannot see images/);
+    const anthropic = new Anthropic({ apiKey: (textClient as unknown as { apiKey: string }).apiKey, baseURL: textOnly.url, maxRetries: 0 });
+    const blocked = await anthropic.messages
+      .create(
+        { model: "claude-haiku-4-5", max_tokens: 4, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: png.toString("base64") } }] }] },
+        { headers },
+      )
+      .catch((e: unknown) => e);
+    expect(blocked).toBeInstanceOf(Anthropic.BadRequestError);
+    // Text alone is fine with the header, and the vision model takes the image.
+    expect((await textClient.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: "Hi" }] }, { headers })).usage!.prompt_tokens).toBeGreaterThan(0);
+    const seen = await client.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: dataUrl } }] }] }, { headers });
+    expect(seen.usage!.prompt_tokens).toBeGreaterThan(TINY_VISION_IMAGE_TOKENS);
+    const bad = await textClient.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: "Hi" }] }, { headers: { "X-Image-Input": "pixels" } }).catch((e: unknown) => e);
+    expect((bad as InstanceType<typeof OpenAI.APIError>).param).toBe("X-Image-Input");
+  });
+});

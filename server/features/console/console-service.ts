@@ -234,7 +234,7 @@ export class ConsoleService implements ConsoleApi {
   private windowFiles(): FileOut[] {
     const account = this.windowAccountId();
     if (!account) return [];
-    return this.server.store.files.list(account, nowSeconds(), { limit: 100, order: "desc" }).rows.map(toFileOut);
+    return this.server.store.files.list(account, nowSeconds(), { limit: 100, order: "desc" }).rows.map((row) => toFileOut(row));
   }
 
   private windowBatches(): MessageBatch[] {
