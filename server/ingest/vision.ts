@@ -60,6 +60,12 @@ export interface ImageFacts {
 
 export const NOTHING_LEGIBLE = "No legible text was found in this image; its content cannot be described further.";
 
+/** An image's width and height from its header (nothing decoded). */
+export async function imageSize(bytes: Buffer): Promise<{ width: number; height: number }> {
+  const meta = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+  return { width: meta.width ?? 0, height: meta.height ?? 0 };
+}
+
 /** Format, size and EXIF (date taken, GPS place, camera) where present. */
 export async function imageFacts(bytes: Buffer, format: string): Promise<ImageFacts> {
   const meta = await sharp(bytes, { animated: true, limitInputPixels: MAX_INPUT_PIXELS }).metadata();

@@ -24,7 +24,8 @@ import { buildTrace, holdsAnswerBack, judgeAnswer, wantsConfidence } from "./gla
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { fitToContext, nameInputParam } from "./context-fit.js";
 import { checkSchemaLimits } from "./schema-limits.js";
-import { estimateTokens, renderedTextLength } from "./token-estimate.js";
+import { estimateImageTokens, estimateTokens, renderedTextLength } from "./token-estimate.js";
+import { imageSize } from "../ingest/vision.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -187,7 +188,17 @@ export class InferencePipeline {
    */
   async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
     await checkSchemas(request);
-    return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
+    // A model that sees images: each image by the documented estimate for its size (token-estimate.ts).
+    const images = this.host.status().model?.vision ? "vision" : "ocr";
+    const messages = await resolveContent(request.messages, this.content, caller, images);
+    let imageTokens = 0;
+    for (const message of messages)
+      for (const part of message.content)
+        if (part.type === "image" && part.source.kind === "base64") {
+          const { width, height } = await imageSize(Buffer.from(part.source.data, "base64"));
+          imageTokens += estimateImageTokens(width, height);
+        }
+    return estimateTokens(messages, request.tools) + imageTokens;
   }
 }
 

@@ -96,6 +96,54 @@ describe("Chat", () => {
   });
 });
 
+describe("tokens and limits", () => {
+  it("count_tokens estimates an image by its size (width × height / 750 after scaling): 1049 for 1024×768", async () => {
+    const anthropic = new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0 });
+    const count = async (extra: Anthropic.ContentBlockParam[]) =>
+      (await anthropic.messages.countTokens({ model: "claude-haiku-4-5", messages: [{ role: "user", content: [{ type: "text", text: question }, ...extra] }] })).input_tokens;
+    const plain = await count([]);
+    expect((await count([{ type: "image", source: { type: "base64", media_type: "image/png", data: png.toString("base64") } }])) - plain).toBe(1049);
+    // A huge image is estimated as scaled: 4000×3000 fits 1.15 megapixels as 1238×929 → 1534.
+    const huge = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#336699" } }).jpeg().toBuffer();
+    expect((await count([{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: huge.toString("base64") } }])) - plain).toBe(1534);
+  });
+
+  it("a huge image is scaled before encoding; over 20 MB is a 413; a decompression bomb is a 400", async () => {
+    const huge = await sharp({ create: { width: 6000, height: 4000, channels: 3, background: "#884422" } }).jpeg().toBuffer();
+    const res = await chat([{ type: "image_url", image_url: { url: `data:image/jpeg;base64,${huge.toString("base64")}` } }]);
+    expect(res.usage!.prompt_tokens).toBeGreaterThan(TINY_VISION_IMAGE_TOKENS);
+    const big = Buffer.concat([png.subarray(0, 64), Buffer.alloc(21 * 1024 * 1024)]);
+    const tooBig = await chat([{ type: "image_url", image_url: { url: `data:image/png;base64,${big.toString("base64")}` } }]).catch((e: unknown) => e);
+    expect((tooBig as InstanceType<typeof OpenAI.APIError>).status).toBe(413);
+    expect((tooBig as InstanceType<typeof OpenAI.APIError>).code).toBe("file_too_large");
+    const bomb = await bombPng(20_000, 20_000);
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const refused = await chat([{ type: "image_url", image_url: { url: `data:image/png;base64,${bomb.toString("base64")}` } }]).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe("image_too_large");
+  });
+});
+
+/** A valid 1-bit greyscale PNG of width × height zeros: a few hundred kB that decode to width × height pixels. */
+async function bombPng(width: number, height: number): Promise<Buffer> {
+  const { deflateSync, crc32 } = await import("node:zlib");
+  const chunk = (type: string, data: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, "ascii");
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type, "ascii"), data])) >>> 0, 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([1, 0, 0, 0, 0], 8); // bit depth 1, greyscale
+  const row = Math.ceil(width / 8) + 1; // filter byte + packed bits
+  const idat = deflateSync(Buffer.alloc(row * height), { level: 9 });
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+}
+
 describe("Responses, Messages and Files", () => {
   it("Responses input_image (data URL and file_id) reaches the encoder", async () => {
     const tokens = async (content: OpenAI.Responses.ResponseInputContent[]) =>
