@@ -19,12 +19,17 @@ export interface ModelObject {
   loaded_context_length: number | null;
   /** The most one request can generate: the loaded context less the engine's margin; null without a model. */
   max_output_tokens: number | null;
+  /**
+   * How the loaded model gets images (docs/api.md, "Images"): "vision", the images themselves (it has a
+   * vision projector); "ocr", the OCR fallback's text (a text-only model); null while no model is loaded.
+   */
+  svc_image_input: "vision" | "ocr" | null;
 }
 
 /** The spec's upper bound for max_tokens / max_output_tokens. */
 const MAX_TOKENS_LIMIT = 200000;
 
-export function modelObject(loaded: { contextSize: number; maxOutputTokens?: number } | null = null): ModelObject {
+export function modelObject(loaded: { contextSize: number; maxOutputTokens?: number; vision?: unknown } | null = null): ModelObject {
   return {
     id: MODEL_ID,
     object: "model",
@@ -35,6 +40,7 @@ export function modelObject(loaded: { contextSize: number; maxOutputTokens?: num
     modes: ["fast", "thinking"],
     loaded_context_length: loaded?.contextSize ?? null,
     max_output_tokens: loaded ? Math.min(MAX_TOKENS_LIMIT, loaded.maxOutputTokens ?? loaded.contextSize) : null,
+    svc_image_input: loaded ? (loaded.vision ? "vision" : "ocr") : null,
   };
 }
 

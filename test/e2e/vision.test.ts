@@ -3,13 +3,14 @@
 // goes through llama.cpp's real vision encoder in the vision process: it raises prompt_tokens by exactly
 // the encoder's token count, svc_trace says the vision path ran, and the same request again is served from
 // the KV cache.
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI, { toFile } from "openai";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
-import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { createKey, runSvc, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 let server: SvcServer;
 let client: OpenAI;
@@ -180,6 +181,13 @@ describe("a text-only model", () => {
     expect(await textOnly.stop()).toBe(0);
   });
 
+  it("/v1/models says how the loaded model gets images: vision with a projector, ocr without", async () => {
+    expect(await client.models.retrieve("svc-preview")).toMatchObject({ id: "svc-preview", svc_image_input: "vision" });
+    expect(await textClient.models.retrieve("svc-preview")).toMatchObject({ id: "svc-preview", svc_image_input: "ocr" });
+    const [listed] = (await client.models.list()).data;
+    expect(listed).toMatchObject({ multimodal: true, svc_image_input: "vision" });
+  });
+
   it("reads images with OCR and says so in svc_trace and the file object; the vision model's file object says vision", async () => {
     const res = await textClient.chat.completions.create({
       model: "svc",
@@ -218,5 +226,21 @@ describe("a text-only model", () => {
     expect(seen.usage!.prompt_tokens).toBeGreaterThan(TINY_VISION_IMAGE_TOKENS);
     const bad = await textClient.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: "Hi" }] }, { headers: { "X-Image-Input": "pixels" } }).catch((e: unknown) => e);
     expect((bad as InstanceType<typeof OpenAI.APIError>).param).toBe("X-Image-Input");
+  });
+});
+
+describe("models list", () => {
+  it("lists a model with its projector as one that sees images, and never the projector as a model", () => {
+    const dir = tempDataDir();
+    mkdirSync(join(dir, "models"));
+    writeTinyVisionModel(join(dir, "models"), readFileSync(inject("tinyModelPath")));
+    const listed = JSON.parse(runSvc(["models", "list", "--data-dir", dir, "--json"]).stdout) as { models: Array<{ file: string; projector: string | null }> };
+    expect(listed.models.map((m) => m.file)).toEqual(["tiny-vision.gguf"]);
+    expect(listed.models[0]!.projector).toBe(join(dir, "models", "tiny-vision.mmproj.gguf"));
+    expect(runSvc(["models", "list", "--data-dir", dir]).stdout).toMatch(/tiny-vision\.gguf.*sees images/);
+    // Removing the model removes its projector.
+    const removed = runSvc(["models", "remove", "tiny-vision.gguf", "--data-dir", dir, "--force"]);
+    expect(removed.status).toBe(0);
+    expect(existsSync(join(dir, "models", "tiny-vision.mmproj.gguf"))).toBe(false);
   });
 });

@@ -418,6 +418,7 @@ export class ConsoleService implements ConsoleApi {
         contextLength: m.contextLength,
         source: m.source,
         error: m.error,
+        vision: Boolean(m.projector),
       })),
       partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source, kind: p.kind })),
       recommended: { source: recommended.source, title: recommended.title },

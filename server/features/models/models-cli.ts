@@ -24,7 +24,7 @@ function withService<T>(dataDir: string, action: (models: ModelsService) => Prom
 function describeEntry(m: ModelEntry, separator = "  "): string {
   if (m.error) return m.error;
   const kind = [m.architecture, m.sizeLabel, m.quantization].filter(Boolean).join(" ");
-  return `${kind}${m.name ? `${separator}"${m.name}"` : ""}`;
+  return `${kind}${m.name ? `${separator}"${m.name}"` : ""}${m.projector ? `${separator}sees images` : ""}`;
 }
 
 async function list(dataDir: string, values: Values): Promise<number> {
