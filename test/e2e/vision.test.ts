@@ -9,8 +9,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI, { toFile } from "openai";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
-import { createKey, runSvc, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
+import { buildTinyVisionProjector, TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
+import { startModelServer } from "../support/model-server.js";
+import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 let server: SvcServer;
 let client: OpenAI;
@@ -242,5 +243,41 @@ describe("models list", () => {
     const removed = runSvc(["models", "remove", "tiny-vision.gguf", "--data-dir", dir, "--force"]);
     expect(removed.status).toBe(0);
     expect(existsSync(join(dir, "models", "tiny-vision.mmproj.gguf"))).toBe(false);
+  });
+});
+
+describe("models pull", () => {
+  it("fetches the projector the hf: manifest names, or --mmproj's; refuses a projector that is not one", async () => {
+    const hub = await startModelServer();
+    try {
+      const tiny = readFileSync(inject("tinyModelPath"));
+      hub.files.set("/test/vlm-GGUF/resolve/main/vlm-Q8_0.gguf", tiny);
+      hub.files.set("/test/vlm-GGUF/resolve/main/mmproj-F16.gguf", buildTinyVisionProjector());
+      hub.manifests.set("test/vlm-GGUF:Q8_0", "vlm-Q8_0.gguf");
+      hub.projectors.set("test/vlm-GGUF:Q8_0", "mmproj-F16.gguf");
+      const dir = tempDataDir();
+      const env = { HF_ENDPOINT: `${hub.url}/` };
+      const pulled = await runSvcAsync(["models", "pull", "hf:test/vlm-GGUF:Q8_0", "--data-dir", dir], env);
+      expect(pulled.status, pulled.stderr).toBe(0);
+      expect(pulled.stdout).toContain("It sees images: its vision projector is hf_test_vlm.Q8_0.mmproj.gguf.");
+      const listed = JSON.parse(runSvc(["models", "list", "--data-dir", dir, "--json"]).stdout) as { models: Array<{ file: string; projector: string | null }> };
+      expect(listed.models).toEqual([expect.objectContaining({ file: "hf_test_vlm.Q8_0.gguf", projector: join(dir, "models", "hf_test_vlm.Q8_0.mmproj.gguf") })]);
+
+      // --mmproj with a local file, for a model from a URL; --no-mmproj takes none.
+      hub.files.set("/m/plain.gguf", tiny);
+      const projectorFile = join(dir, "mine.gguf");
+      (await import("node:fs")).writeFileSync(projectorFile, buildTinyVisionProjector({ seed: 3 }));
+      const local = await runSvcAsync(["models", "pull", `${hub.url}/m/plain.gguf`, "--mmproj", projectorFile, "--data-dir", dir]);
+      expect(local.status, local.stderr + local.stdout).toBe(0);
+      expect(existsSync(join(dir, "models", "plain.mmproj.gguf"))).toBe(true);
+      const notOne = await runSvcAsync(["models", "pull", `${hub.url}/m/plain.gguf`, "--mmproj", inject("tinyModelPath"), "--data-dir", tempDataDir()]);
+      expect(notOne.status).toBe(1);
+      expect(notOne.stderr).toMatch(/is not a vision projector/);
+      const none = await runSvcAsync(["models", "pull", "hf:test/vlm-GGUF:Q8_0", "--no-mmproj", "--data-dir", tempDataDir()], env);
+      expect(none.status).toBe(0);
+      expect(none.stdout).not.toContain("sees images");
+    } finally {
+      await hub.close();
+    }
   });
 });
