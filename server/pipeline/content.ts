@@ -54,23 +54,41 @@ export async function resolveContent(
         continue;
       }
       const filename = part.type === "file" ? (part.filename ?? part.title) : undefined;
-      let text: string;
+      let extracted: Extracted;
+      let name: string | undefined = filename;
       if (part.source.kind === "file_id") {
         if (!resolver.files)
           throw new AppError("not_found", `No file with id '${part.source.fileId}': this server has no Files API configured.`, { param, code: "file_not_found" });
-        const { extracted, filename: stored } = await resolver.files.contentOf(part.source.fileId, caller.accountId, param);
+        const found = await resolver.files.contentOf(part.source.fileId, caller.accountId, param);
+        extracted = found.extracted;
         if (part.type === "image" && extracted.kind !== "image")
           throw invalidRequest(`The file '${part.source.fileId}' is not an image (${extracted.mediaType}); send it as a file part.`, param, "invalid_image");
-        text = formatFileText(extracted, filename ?? stored);
+        name = filename ?? found.filename;
       } else {
-        const extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
-        text = formatFileText(extracted, filename);
+        extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
       }
-      content.push({ type: "text", text, cacheBreakpoint: part.cacheBreakpoint });
+      if (images === "vision" && extracted.visual) content.push(...visualParts(extracted, name, part.cacheBreakpoint, param));
+      else content.push({ type: "text", text: formatFileText(extracted, name), cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);
   }
   return out;
+}
+
+/**
+ * A scanned PDF's pages or a video's keyframes for a model that sees images: the file's block as text, each
+ * picture as an image part after its label ("Page 2:", "Keyframe at 0:15:") in place of what OCR read in it.
+ */
+function visualParts(extracted: Extracted, filename: string | undefined, cacheBreakpoint: boolean | undefined, param: string): ContentPart[] {
+  const visual = extracted.visual!;
+  const name = (filename ?? (extracted.kind === "pdf" ? "document.pdf" : "document")).replace(/"/g, "'");
+  const parts: ContentPart[] = [{ type: "text", text: `<file name="${name}" type="${extracted.mediaType}">\n${visual.text}` }];
+  for (const image of visual.images) {
+    parts.push({ type: "text", text: image.label });
+    parts.push({ type: "image", source: { kind: "base64", mediaType: image.mediaType, data: image.data }, param });
+  }
+  parts.push({ type: "text", text: `${visual.note ? `${visual.note}\n` : ""}</file>`, cacheBreakpoint });
+  return parts;
 }
 
 /**

@@ -327,7 +327,8 @@ async function finishResult(request: InferenceRequest, outcome: EngineOutcome, l
   };
   if (request.glassbox) {
     result.trace = buildTrace(request, result, outcome.stopReason, judgement);
-    const images = countImages(request.messages);
+    // With a vision model: every image it saw (scanned pages and keyframes included); else the image parts.
+    const images = outcome.vision?.images ?? countImages(request.messages);
     if (images > 0) result.trace.images = { count: images, read_by: outcome.vision ? "vision" : "ocr", tokens: outcome.vision?.imageTokens ?? null };
   }
   return result;

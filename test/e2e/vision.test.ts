@@ -10,6 +10,7 @@ import OpenAI, { toFile } from "openai";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyVisionProjector, TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
+import { blankPng, captionMp4, scannedPdf, textPng } from "../support/file-fixtures.js";
 import { startModelServer } from "../support/model-server.js";
 import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
@@ -145,6 +146,31 @@ async function bombPng(width: number, height: number): Promise<Buffer> {
   const idat = deflateSync(Buffer.alloc(row * height), { level: 9 });
   return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
 }
+
+describe("scanned PDFs and video keyframes", () => {
+  it("a scanned PDF's pages go to the vision encoder, each as an image after its label; uploaded or inline", async () => {
+    const pdf = await scannedPdf([await textPng(["Heron count: 17"]), await blankPng()]);
+    const asked = (file: OpenAI.Chat.ChatCompletionContentPart) =>
+      client.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: [{ type: "text", text: question }, file] }], glassbox: { enabled: true } } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    const inline = await asked({ type: "file", file: { filename: "scan.pdf", file_data: `data:application/pdf;base64,${pdf.toString("base64")}` } });
+    expect((inline as unknown as Traced).svc_trace?.images).toEqual({ count: 2, read_by: "vision", tokens: 2 * TINY_VISION_IMAGE_TOKENS });
+    expect(inline.usage!.prompt_tokens).toBeGreaterThan(2 * TINY_VISION_IMAGE_TOKENS);
+    const uploaded = await client.files.create({ file: await toFile(pdf, "scan.pdf"), purpose: "user_data" });
+    const byId = await asked({ type: "file", file: { file_id: uploaded.id } });
+    expect((byId as unknown as Traced).svc_trace?.images).toEqual({ count: 2, read_by: "vision", tokens: 2 * TINY_VISION_IMAGE_TOKENS });
+  });
+
+  it("a video's keyframes go to the vision encoder beside its facts", async () => {
+    const video = captionMp4(2, "Keyframe");
+    const res = await client.chat.completions.create({
+      model: "svc",
+      max_tokens: 2,
+      messages: [{ role: "user", content: [{ type: "file", file: { filename: "clip.mp4", file_data: `data:video/mp4;base64,${video.toString("base64")}` } }] }],
+      glassbox: { enabled: true },
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    expect((res as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+  });
+});
 
 describe("Responses, Messages and Files", () => {
   it("Responses input_image (data URL and file_id) reaches the encoder", async () => {
