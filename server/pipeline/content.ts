@@ -53,6 +53,11 @@ export async function resolveContent(
         content.push(await imageForModel(part, resolver, caller, param));
         continue;
       }
+      // An image sent as a file (the window attaches files by id; Chat file_data may be an image) is an image.
+      if (images === "vision" && part.source.kind === "base64" && /^image\//i.test(part.source.mediaType)) {
+        content.push(await imageForModel({ type: "image", source: part.source, cacheBreakpoint: part.cacheBreakpoint }, resolver, caller, param));
+        continue;
+      }
       const filename = part.type === "file" ? (part.filename ?? part.title) : undefined;
       let extracted: Extracted;
       let name: string | undefined = filename;
@@ -67,7 +72,9 @@ export async function resolveContent(
       } else {
         extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
       }
-      if (images === "vision" && extracted.visual) content.push(...visualParts(extracted, name, part.cacheBreakpoint, param));
+      if (images === "vision" && extracted.kind === "image" && part.type === "file")
+        content.push(await imageForModel({ type: "image", source: part.source, cacheBreakpoint: part.cacheBreakpoint }, resolver, caller, param));
+      else if (images === "vision" && extracted.visual) content.push(...visualParts(extracted, name, part.cacheBreakpoint, param));
       else content.push({ type: "text", text: formatFileText(extracted, name), cacheBreakpoint: part.cacheBreakpoint });
     }
     out.push({ ...message, content } as CanonicalMessage);

@@ -160,6 +160,17 @@ describe("scanned PDFs and video keyframes", () => {
     expect((byId as unknown as Traced).svc_trace?.images).toEqual({ count: 2, read_by: "vision", tokens: 2 * TINY_VISION_IMAGE_TOKENS });
   });
 
+  it("an image sent as a file part (by id, as the window does, or as file_data) is an image for the model", async () => {
+    const file = await client.files.create({ file: await toFile(png, "red.png"), purpose: "user_data" });
+    for (const part of [
+      { type: "file", file: { file_id: file.id } },
+      { type: "file", file: { filename: "red.png", file_data: dataUrl } },
+    ] as OpenAI.Chat.ChatCompletionContentPart[]) {
+      const res = await client.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: [part] }], glassbox: { enabled: true } } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+      expect((res as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+    }
+  });
+
   it("a video's keyframes go to the vision encoder beside its facts", async () => {
     const video = captionMp4(2, "Keyframe");
     const res = await client.chat.completions.create({
