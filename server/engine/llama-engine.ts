@@ -28,7 +28,7 @@ import { runGeneration, type CompiledGrammars } from "./generation.js";
 import { cachedSchemaGrammar, jsonObjectGbnf, UnsupportedSchemaError } from "./json-schema-grammar.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
-import { VisionEngine } from "./vision/vision-engine.js";
+import { VisionSlot, type VisionEngine } from "./vision/vision-engine.js";
 import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
@@ -220,7 +220,7 @@ export class LlamaEngine implements Engine {
     this.steps = new StepLoop(context, model, round.schedule, tokenPaths);
   }
 
-  private vision: VisionEngine | null = null;
+  private vision: VisionSlot | null = null;
 
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
     const size = await stat(options.modelPath).then(
@@ -398,26 +398,19 @@ export class LlamaEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
-    if (hasImages(request)) return countVisionTokens({ model: this.model, wrapper: this.wrapperFor(request), vision: this.visionFor(), request });
+    if (hasImages(request)) return countVisionTokens({ model: this.model, wrapper: this.wrapperFor(request), vision: await this.visionFor(), request });
     return (await this.render(request, this.tokenizeBudget())).length;
   }
 
   /** Loads the model with its projector in the vision process; without it, images take the OCR path. */
   private async startVision(projectorPath: string, log: LlamaEngineOptions["log"]): Promise<void> {
-    try {
-      const started = performance.now();
-      this.vision = await VisionEngine.start({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads });
-      this.info.vision = { projector: projectorPath };
-      log?.("info", `Vision: the projector ${basename(projectorPath)} is loaded in the vision process (${Math.round(performance.now() - started)} ms); images go to the model.`);
-    } catch (err) {
-      this.info.vision = null;
-      log?.("warn", `Vision: the projector ${projectorPath} could not be loaded (${(err as Error).message}); images are read with OCR.`);
-    }
+    this.vision = await VisionSlot.open({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads }, log);
+    this.info.vision = this.vision ? { projector: projectorPath } : null;
   }
 
-  private visionFor(): VisionEngine {
+  private visionFor(): Promise<VisionEngine> {
     if (!this.vision) throw new AppError("invalid_request", "The loaded model cannot see images.", { code: "vision_unavailable" });
-    return this.vision;
+    return this.vision.engine();
   }
 
   private wrapperFor(request: EngineRequest): ChatWrapper {
@@ -431,7 +424,7 @@ export class LlamaEngine implements Engine {
         model: this.model,
         wrapper: this.wrapperFor(request),
         syntax: this.syntax,
-        vision: this.visionFor(),
+        vision: await this.visionFor(),
         request,
         contextSize: this.info.contextSize,
         margin: CONTEXT_MARGIN,

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyVisionProjector, TINY_VISION_IMAGE_TOKENS } from "../../resources/test-model/tiny-vision.js";
-import { VisionEngine } from "../../server/engine/vision/vision-engine.js";
+import { VisionEngine, VisionSlot } from "../../server/engine/vision/vision-engine.js";
 import { VISION_MEDIA_MARKER } from "../../server/engine/vision/vision-protocol.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-vision-"));
@@ -59,5 +59,26 @@ describe("the tiny vision projector", () => {
     await expect(engine.tokenize(`a ${VISION_MEDIA_MARKER} b ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).rejects.toThrow(/vision engine failed/);
     expect(engine.alive).toBe(true);
     expect((await engine.tokenize(`a ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).imageTokens).toEqual([TINY_VISION_IMAGE_TOKENS]);
+  });
+
+  it("a vision process that dies fails what it was running, and the next request starts another", async () => {
+    const slot = (await VisionSlot.open({ modelPath: inject("tinyModelPath"), projectorPath: join(dir, "mmproj.gguf"), contextSize: 512, threads: 1 }))!;
+    const first = await slot.engine();
+    const exited = new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (!first.alive) {
+          clearInterval(poll);
+          resolve();
+        }
+      }, 20);
+    });
+    process.kill(first.pid!, "SIGKILL");
+    await exited;
+    await expect(first.tokenize("x", [])).rejects.toThrow(/vision engine failed: the vision process stopped \(signal SIGKILL\)/);
+    const second = await slot.engine();
+    expect(second).not.toBe(first);
+    expect((await second.tokenize(`a ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).imageTokens).toEqual([TINY_VISION_IMAGE_TOKENS]);
+    slot.close();
+    expect(await VisionSlot.open({ modelPath: inject("tinyModelPath"), projectorPath: inject("tinyModelPath"), contextSize: 512, threads: 1 })).toBeNull();
   });
 });

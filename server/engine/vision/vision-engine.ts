@@ -4,6 +4,7 @@
 // starts another.
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import { basename } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { AppError } from "../../core/errors.js";
@@ -59,7 +60,8 @@ export class VisionEngine {
       child.on("exit", (code, signal) => {
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
         const last = engine.tail.at(-1);
-        const error = new Error(`the vision process stopped (${how})${last ? `: ${last}` : ""}`);
+        // The last line it wrote says why only when it says something went wrong (not llama.cpp's chatter).
+        const error = new Error(`the vision process stopped (${how})${last && /error|abort|assert|fail|terminate/i.test(last) ? `: ${last}` : ""}`);
         engine.dead = error;
         if (!loaded) reject(error);
         for (const listener of engine.pending.values()) listener({ type: "failed", id: 0, message: error.message });
@@ -73,8 +75,13 @@ export class VisionEngine {
     return this.dead === null;
   }
 
+  /** The vision process's id (tests end it to see it come back). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** The prompt's tokens with its images in place, and each image's share. */
-  tokenize(prompt: string, media: VisionMedia[]): Promise<{ tokens: number; imageTokens: number[] }> {
+  async tokenize(prompt: string, media: VisionMedia[]): Promise<{ tokens: number; imageTokens: number[] }> {
     const id = this.open();
     return new Promise((resolve, reject) => {
       this.pending.set(id, (message) => {
@@ -132,6 +139,47 @@ export class VisionEngine {
   private open(): number {
     if (this.dead) throw visionError(this.dead.message);
     return this.nextId++;
+  }
+}
+
+/**
+ * The engine process's vision process over its life: started with the model, and started again when it
+ * died (a native abort, the OOM killer) by the next request that needs it.
+ */
+export class VisionSlot {
+  private restart: Promise<VisionEngine> | null = null;
+
+  private constructor(
+    private readonly options: VisionLoadOptions,
+    private current: VisionEngine,
+  ) {}
+
+  /** Starts the vision process; null (with a warning saying why) when the projector does not load. */
+  static async open(options: VisionLoadOptions, log?: (level: "info" | "warn", message: string) => void): Promise<VisionSlot | null> {
+    const started = performance.now();
+    try {
+      const engine = await VisionEngine.start(options);
+      log?.("info", `Vision: the projector ${basename(options.projectorPath)} is loaded in the vision process (${Math.round(performance.now() - started)} ms); images go to the model.`);
+      return new VisionSlot(options, engine);
+    } catch (err) {
+      log?.("warn", `Vision: the projector ${options.projectorPath} could not be loaded (${(err as Error).message}); images are read with OCR.`);
+      return null;
+    }
+  }
+
+  async engine(): Promise<VisionEngine> {
+    if (this.current.alive) return this.current;
+    this.restart ??= VisionEngine.start(this.options).finally(() => (this.restart = null));
+    try {
+      this.current = await this.restart;
+    } catch (err) {
+      throw new AppError("unavailable", `The vision process could not be started again: ${(err as Error).message}`, { code: "vision_failed", retryAfter: 5 });
+    }
+    return this.current;
+  }
+
+  close(): void {
+    this.current.close();
   }
 }
 
