@@ -428,6 +428,13 @@ export class LlamaEngine implements Engine {
         request,
         contextSize: this.info.contextSize,
         margin: CONTEXT_MARGIN,
+        // The answer's grammar, as the text path compiles it (json-schema-grammar.ts), in GBNF for llama.cpp.
+        answerGrammar:
+          request.output.type === "json_object"
+            ? jsonObjectGbnf()
+            : request.output.type === "json_schema"
+              ? this.schemaGrammar(request.output.schema, request.output.param ?? "output_schema", request.output.strict === true)
+              : undefined,
         tooLong: (tokens) => contextTooLong(this.contextFacts, tokens),
         signal,
       });

@@ -85,6 +85,20 @@ describe("Chat", () => {
     expect(typeof text).toBe("string");
   });
 
+  it("stop sequences end the answer on the vision path; structured output holds; tools are a clear 400", async () => {
+    const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
+    const free = await chat([image], { max_tokens: 32, reasoning_effort: "none" });
+    const words = free.choices[0]!.message.content!.trim().split(" ");
+    expect(words.length).toBeGreaterThan(2);
+    const stopped = await chat([image], { max_tokens: 32, reasoning_effort: "none", stop: [` ${words[2]}`] });
+    expect(stopped.choices[0]!.finish_reason).toBe("stop");
+    expect(stopped.choices[0]!.message.content).toBe(words.slice(0, 2).join(" "));
+    const json = await chat([image], { max_tokens: 64, reasoning_effort: "none", response_format: { type: "json_schema", json_schema: { name: "r", strict: true, schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false } } } });
+    expect(Number.isInteger((JSON.parse(json.choices[0]!.message.content!) as { n: number }).n)).toBe(true);
+    const tools = await chat([image], { tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }).catch((e: unknown) => e);
+    expect((tools as InstanceType<typeof OpenAI.APIError>).code).toBe("vision_tools_unsupported");
+  });
+
   it("a remote image URL is refused with a clear 400; nothing is fetched", async () => {
     const err = await chat([{ type: "image_url", image_url: { url: "http://127.0.0.1:9/cat.png" } }]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);

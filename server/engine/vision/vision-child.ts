@@ -124,7 +124,7 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
         top_p: c.topP,
         top_k: c.topK,
         seed: c.seed,
-        ...(c.jsonSchema !== undefined ? { json_schema: c.jsonSchema } : {}),
+        ...(c.grammar !== undefined ? { grammar: c.grammar } : {}),
         ...(c.banned && c.banned.length > 0 ? { logit_bias: c.banned.map((t) => [t, -1e30]) } : {}),
       },
       (token) => {

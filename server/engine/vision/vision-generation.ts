@@ -74,6 +74,8 @@ export interface VisionGenerationSetup {
   /** Room the context keeps free past the answer (forced markers). */
   margin: number;
   tooLong: (promptTokens: number) => AppError;
+  /** GBNF the answer must follow (json_object / json_schema output). */
+  answerGrammar?: string;
   signal: AbortSignal;
 }
 
@@ -100,9 +102,6 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
 
   const thought = request.mode === "thinking" ? syntax.thought : null;
   const banned = [...(request.mode === "fast" ? (syntax.thought?.banTokens ?? []) : []), ...(syntax.toolCall?.triggerTokens ?? [])];
-  const output = request.output;
-  const jsonSchema =
-    output.type === "json_schema" ? JSON.stringify(output.schema) : output.type === "json_object" ? JSON.stringify({ type: "object" }) : undefined;
 
   // Stops the completion in the vision process (a stop sequence, the client gone).
   const stop = new AbortController();
@@ -161,7 +160,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         topP: request.sampling.topP ?? 0.95,
         topK: request.sampling.topK ?? 40,
         seed: request.sampling.seed ?? 0,
-        ...(jsonSchema !== undefined ? { jsonSchema } : {}),
+        ...(setup.answerGrammar !== undefined ? { grammar: setup.answerGrammar } : {}),
         banned,
       },
       stop.signal,

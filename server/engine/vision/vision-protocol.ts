@@ -23,8 +23,8 @@ export interface VisionCompletion {
   topP: number;
   topK: number;
   seed: number;
-  /** A JSON schema the answer must follow (json_object / json_schema output). */
-  jsonSchema?: string;
+  /** GBNF the whole output must follow (json_object / json_schema output: the engine's own grammar). */
+  grammar?: string;
   /** Token ids never to sample, e.g. the thought marker in fast mode. */
   banned?: number[];
 }
