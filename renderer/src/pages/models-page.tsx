@@ -74,7 +74,7 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
   const modelColumns: Array<Column<ModelFileView>> = [
     { key: "file", header: "File", cell: (m) => <>{m.file} {m.loaded && <span className="badge">loaded</span>} {m.active && <span className="badge alt">default</span>}{" "}
         {m.vision && (
-          <span className="badge" title="A vision projector lies beside this model: it sees images">
+          <span className="badge" data-testid="model-vision" title="A vision projector lies beside this model: it sees images">
             vision
           </span>
         )}
