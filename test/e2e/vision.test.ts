@@ -99,6 +99,22 @@ describe("Chat", () => {
     expect((tools as InstanceType<typeof OpenAI.APIError>).code).toBe("vision_tools_unsupported");
   });
 
+  it("thinking with an image: the reasoning budget closes the thought and the answer follows; JSON after a thought", async () => {
+    const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
+    type Reasoned = OpenAI.Chat.ChatCompletion & { choices: Array<{ message: { reasoning_content?: string } }>; usage: { reasoning_tokens?: number } };
+    const capped = (await chat([image], { max_tokens: 48, reasoning_effort: "high", max_reasoning_tokens: 2 })) as Reasoned;
+    expect(capped.usage.reasoning_tokens).toBeLessThanOrEqual(3);
+    expect(capped.choices[0]!.message.reasoning_content).toBeTruthy();
+    expect(capped.choices[0]!.message.content).toMatch(/\w/);
+    const json = (await chat([image], {
+      max_tokens: 96,
+      reasoning_effort: "high",
+      response_format: { type: "json_schema", json_schema: { name: "r", strict: true, schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false } } },
+    })) as Reasoned;
+    expect(json.choices[0]!.message.reasoning_content).toBeTruthy();
+    expect(Number.isInteger((JSON.parse(json.choices[0]!.message.content!) as { n: number }).n)).toBe(true);
+  });
+
   it("a remote image URL is refused with a clear 400; nothing is fetched", async () => {
     const err = await chat([{ type: "image_url", image_url: { url: "http://127.0.0.1:9/cat.png" } }]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);

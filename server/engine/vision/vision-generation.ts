@@ -1,9 +1,12 @@
 // A request that carries images, generated on the vision engine: OUR chat wrapper renders the prompt (the
 // images as markers, in place), the vision process reads it with the images and samples the answer, and the
 // text it streams back is split here into reasoning and answer, with stop sequences matched on the visible
-// answer only, as runGeneration does for text (the same TextTriggerMatcher). What the vision path does not
-// do (docs/api.md, "Images"): tool calls (a request offering callable tools with an image is a 400),
-// per-token probabilities (glassbox confidence is null), and a reasoning budget below max_tokens.
+// answer only, as runGeneration does for text (the same TextTriggerMatcher). The reasoning budget and the
+// answer's grammar work as there, in segments: a completion stops where the thought must close (its marker
+// then follows it in the next one's prompt) or where the answer starts (written again under the grammar);
+// llama.node's KV cache serves the repeated prefix. What the vision path does not do (docs/api.md,
+// "Images"): tool calls (a request offering callable tools with an image is a 400) and per-token
+// probabilities (glassbox confidence is null).
 import { LlamaText, SpecialToken, SpecialTokensText, type ChatWrapper, type LlamaModel } from "node-llama-cpp";
 import { AppError, invalidRequest } from "../../core/errors.js";
 import type { CanonicalMessage, ContentPart } from "../../core/inference.js";
@@ -102,11 +105,10 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
 
   const thought = request.mode === "thinking" ? syntax.thought : null;
   const banned = [...(request.mode === "fast" ? (syntax.thought?.banTokens ?? []) : []), ...(syntax.toolCall?.triggerTokens ?? [])];
-
-  // Stops the completion in the vision process (a stop sequence, the client gone).
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal.addEventListener("abort", onAbort, { once: true });
+  // The reasoning budget closes the thought with the model's own marker, as runGeneration does: the
+  // completion stops there and a second one continues after the marker (its prefix comes from the KV cache).
+  const reasoningBudget = thought ? Math.max(0, Math.min(request.reasoningBudget, maxTokens - 1)) : 0;
+  const grammar = setup.answerGrammar;
 
   const answerMatcher = new TextTriggerMatcher(request.stopSequences.map((s) => ({ kind: "stop" as const, text: s })));
   const closeMatcher = thought ? new TextTriggerMatcher([{ kind: "close" as const, text: thought.close }]) : null;
@@ -120,6 +122,12 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   let stopSequence: string | null = null;
   let started = false;
   const events: EngineEvent[] = [];
+  /** What this segment's completion should end for: a stop sequence, or the next segment. */
+  let stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  /** Set when the segment is stopped to go on differently: after the close marker, or afresh under the grammar. */
+  let next: "close" | "grammar" | null = null;
 
   const answer = (piece: string) => {
     if (stopSequence !== null || piece === "") return;
@@ -145,68 +153,118 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
     }
     if (match.hit) {
       phase = "answer";
-      answer(match.rest);
+      // The answer's grammar applies from here: the rest is written again under it.
+      if (grammar !== undefined) {
+        next = "grammar";
+        stop.abort();
+      } else answer(match.rest);
     }
   };
 
   try {
-    let result: VisionResult | null = null;
-    for await (const step of setup.vision.complete(
-      {
-        prompt,
-        media,
-        maxTokens: Number.isFinite(maxTokens) ? maxTokens : room,
-        temperature: request.sampling.temperature ?? 0.7,
-        topP: request.sampling.topP ?? 0.95,
-        topK: request.sampling.topK ?? 40,
-        seed: request.sampling.seed ?? 0,
-        ...(setup.answerGrammar !== undefined ? { grammar: setup.answerGrammar } : {}),
-        banned,
-      },
-      stop.signal,
-    )) {
-      if ("prompt" in step) {
-        started = true;
-        yield { type: "start", mode: request.mode, promptTokens: step.prompt.tokens, cachedTokens: step.prompt.cached };
-        continue;
-      }
-      if ("result" in step) {
-        result = step.result;
-        break;
-      }
-      if (phase === "lead") {
-        lead += step.text;
-        leadTokens++;
-        const trimmed = lead.trimStart();
-        if (trimmed.length >= thought!.open.length || !thought!.open.startsWith(trimmed)) {
-          if (trimmed.startsWith(thought!.open)) {
-            phase = "reasoning";
-            reasoningTokens += leadTokens;
-            think(trimmed.slice(thought!.open.length));
-          } else {
-            phase = "answer";
-            answer(lead);
-          }
+    /** The model's output so far as it wrote it (what a continuation's prompt repeats). */
+    let written = "";
+    let segmentPrompt = prompt;
+    let completionTokens = 0;
+    let first: VisionResult | null = null;
+    let last: VisionResult | null = null;
+    // At most three segments: the reasoning, and the answer after its close (under the grammar, if any).
+    for (let segment = 0; segment < 3; segment++) {
+      const left = maxTokens - completionTokens;
+      const constrained = grammar !== undefined && (phase === "answer" || !thought);
+      let result: VisionResult | null = null;
+      for await (const step of setup.vision.complete(
+        {
+          prompt: segmentPrompt,
+          media,
+          maxTokens: Number.isFinite(left) ? left : room,
+          temperature: request.sampling.temperature ?? 0.7,
+          topP: request.sampling.topP ?? 0.95,
+          topK: request.sampling.topK ?? 40,
+          seed: request.sampling.seed ?? 0,
+          ...(constrained ? { grammar } : {}),
+          banned,
+        },
+        stop.signal,
+      )) {
+        if ("prompt" in step) {
+          if (!started) yield { type: "start", mode: request.mode, promptTokens: step.prompt.tokens, cachedTokens: step.prompt.cached };
+          started = true;
+          continue;
         }
-      } else if (phase === "reasoning") {
-        reasoningTokens++;
-        think(step.text);
-      } else answer(step.text);
-      if (events.length > 0) yield* events.splice(0);
+        if ("result" in step) {
+          result = step.result;
+          break;
+        }
+        // Tokens that arrive after this segment was stopped are not part of the output.
+        if (stop.signal.aborted) continue;
+        written += step.text;
+        if (phase === "lead") {
+          lead += step.text;
+          leadTokens++;
+          const trimmed = lead.trimStart();
+          if (trimmed.length >= thought!.open.length || !thought!.open.startsWith(trimmed)) {
+            if (trimmed.startsWith(thought!.open)) {
+              phase = "reasoning";
+              reasoningTokens += leadTokens;
+              think(trimmed.slice(thought!.open.length));
+            } else if (grammar !== undefined) {
+              // No thought: the answer starts now, under its grammar, written afresh.
+              phase = "answer";
+              written = "";
+              next = "grammar";
+              stop.abort();
+            } else {
+              phase = "answer";
+              answer(lead);
+            }
+          }
+        } else if (phase === "reasoning") {
+          reasoningTokens++;
+          think(step.text);
+          if (phase === "reasoning" && reasoningTokens >= reasoningBudget) {
+            next = "close";
+            stop.abort();
+          }
+        } else answer(step.text);
+        if (events.length > 0) yield* events.splice(0);
+      }
+      if (signal.aborted) return;
+      if (!result) throw new AppError("unavailable", "The vision engine ended without a result.", { code: "vision_failed", retryAfter: 5 });
+      first ??= result;
+      last = result;
+      completionTokens += result.completionTokens;
+      const going = next;
+      next = null;
+      if (going === null || stopSequence !== null) break;
+      if (going === "close") {
+        // The budget is spent: the thought ends with the model's own marker (counted as output).
+        const held = closeMatcher!.flush();
+        if (held) (reasoning += held), events.push({ type: "reasoning.delta", text: held });
+        written += thought!.close;
+        completionTokens += 1;
+        phase = "answer";
+      } else if (going === "grammar") {
+        // Written again under the grammar: the tokens of the free-running attempt after the thought are not output.
+        const cut = written.lastIndexOf(thought?.close ?? "\u0000");
+        written = cut >= 0 ? written.slice(0, cut + thought!.close.length) : "";
+      }
+      if (maxTokens - completionTokens < 1) break;
+      segmentPrompt = prompt + written;
+      stop = new AbortController();
     }
-    if (signal.aborted) return;
-    if (!result) throw new AppError("unavailable", "The vision engine ended without a result.", { code: "vision_failed", retryAfter: 5 });
+    const result = last!;
     // Text held back as a possible stop sequence's start is answer text after all.
     if (phase === "lead") answer(lead);
     else if (phase === "reasoning") {
       const held = closeMatcher!.flush();
-      if (held) reasoning += held, events.push({ type: "reasoning.delta", text: held });
+      if (held) (reasoning += held), events.push({ type: "reasoning.delta", text: held });
     }
     if (stopSequence === null) {
       const held = answerMatcher.flush();
-      if (held) text += held, events.push({ type: "text.delta", text: held });
+      if (held) (text += held), events.push({ type: "text.delta", text: held });
     }
-    if (!started) yield { type: "start", mode: request.mode, promptTokens: result.promptTokens, cachedTokens: result.promptTokens - result.evaluatedTokens };
+    if (!started) yield { type: "start", mode: request.mode, promptTokens: first!.promptTokens, cachedTokens: first!.promptTokens - first!.evaluatedTokens };
     yield* events.splice(0);
     const outcome: EngineOutcome = {
       mode: request.mode,
@@ -216,10 +274,10 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
       stopReason: stopSequence !== null ? "stop_sequence" : result.endOfTurn ? "end_turn" : "max_tokens",
       stopSequence,
       usage: {
-        promptTokens: result.promptTokens,
-        cachedTokens: result.promptTokens - result.evaluatedTokens,
-        completionTokens: result.completionTokens,
-        reasoningTokens: Math.min(reasoningTokens, result.completionTokens),
+        promptTokens: first!.promptTokens,
+        cachedTokens: first!.promptTokens - first!.evaluatedTokens,
+        completionTokens,
+        reasoningTokens: Math.min(reasoningTokens, completionTokens),
       },
       vision: { images: media.length, imageTokens: counted.imageTokens.reduce((a, b) => a + b, 0) },
     };
