@@ -115,22 +115,38 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
     while (same < prompt.length && same < held.length && prompt[same] === held[same]) same++;
     send({ type: "prompt", id, promptTokens: prompt.length, cachedTokens: Math.min(same, prompt.length - 1) });
     held = prompt;
+    let streamed = "";
+    let finished = false;
     const result = await context!.completion(
       {
         prompt: c.prompt,
         media_paths: c.media.length > 0 ? c.media : undefined,
         n_predict: c.maxTokens,
+        // The same sampler as the text engine's: temperature, top-p, top-k and the OpenAI penalties only
+        // (llama.node's defaults add min-p 0.05, DRY and a repeat penalty window); 0 is greedy.
         temperature: c.temperature,
         top_p: c.topP,
-        top_k: c.topK,
-        seed: c.seed,
+        top_k: c.temperature <= 0 ? 1 : c.topK,
+        min_p: 0,
+        typical_p: 1,
+        dry_multiplier: 0,
+        xtc_probability: 0,
+        penalty_repeat: 1,
+        penalty_freq: c.frequencyPenalty,
+        penalty_present: c.presencePenalty,
+        seed: c.seed >>> 1,
         ...(c.grammar !== undefined ? { grammar: c.grammar } : {}),
-        ...(c.banned && c.banned.length > 0 ? { logit_bias: c.banned.map((t) => [t, -1e30]) } : {}),
       },
       (token) => {
-        if (token.token) send({ type: "text", id, text: token.token });
+        if (!token.token || finished) return;
+        streamed += token.token;
+        send({ type: "text", id, text: token.token });
       },
     );
+    // The binding's token callbacks can trail its result: what the stream has not carried yet goes now, and
+    // nothing after it (the result's text is the whole output).
+    finished = true;
+    if (result.text.length > streamed.length && result.text.startsWith(streamed)) send({ type: "text", id, text: result.text.slice(streamed.length) });
     const promptTokens = result.tokens_evaluated - result.tokens_predicted;
     send({
       type: "done",

@@ -104,7 +104,9 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   if (signal.aborted) return;
 
   const thought = request.mode === "thinking" ? syntax.thought : null;
-  const banned = [...(request.mode === "fast" ? (syntax.thought?.banTokens ?? []) : []), ...(syntax.toolCall?.triggerTokens ?? [])];
+  // Fast mode: llama.node has no token bans (it reads no logit_bias), so a thought the model opens anyway is
+  // skipped: the completion stops, and the next one starts after an empty thought, closed.
+  const fastThought = request.mode === "fast" ? syntax.thought : null;
   // The reasoning budget closes the thought with the model's own marker, as runGeneration does: the
   // completion stops there and a second one continues after the marker (its prefix comes from the KV cache).
   const reasoningBudget = thought ? Math.max(0, Math.min(request.reasoningBudget, maxTokens - 1)) : 0;
@@ -114,7 +116,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   const closeMatcher = thought ? new TextTriggerMatcher([{ kind: "close" as const, text: thought.close }]) : null;
   /** Leading output not yet known to open a thought or not. */
   let lead = "";
-  let phase: "lead" | "reasoning" | "answer" = thought ? "lead" : "answer";
+  let phase: "lead" | "reasoning" | "answer" = thought || fastThought ? "lead" : "answer";
   let reasoning = "";
   let text = "";
   let reasoningTokens = 0;
@@ -127,7 +129,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   const onAbort = () => stop.abort();
   signal.addEventListener("abort", onAbort, { once: true });
   /** Set when the segment is stopped to go on differently: after the close marker, or afresh under the grammar. */
-  let next: "close" | "grammar" | null = null;
+  let next: "close" | "grammar" | "skip" | null = null;
 
   const answer = (piece: string) => {
     if (stopSequence !== null || piece === "") return;
@@ -182,8 +184,9 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
           topP: request.sampling.topP ?? 0.95,
           topK: request.sampling.topK ?? 40,
           seed: request.sampling.seed ?? 0,
+          frequencyPenalty: request.sampling.frequencyPenalty ?? 0,
+          presencePenalty: request.sampling.presencePenalty ?? 0,
           ...(constrained ? { grammar } : {}),
-          banned,
         },
         stop.signal,
       )) {
@@ -202,9 +205,15 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         if (phase === "lead") {
           lead += step.text;
           leadTokens++;
+          const opener = (thought ?? fastThought)!.open;
           const trimmed = lead.trimStart();
-          if (trimmed.length >= thought!.open.length || !thought!.open.startsWith(trimmed)) {
-            if (trimmed.startsWith(thought!.open)) {
+          if (trimmed.length >= opener.length || !opener.startsWith(trimmed)) {
+            if (fastThought && trimmed.startsWith(opener)) {
+              phase = "answer";
+              lead = "";
+              next = "skip";
+              stop.abort();
+            } else if (trimmed.startsWith(opener)) {
               phase = "reasoning";
               reasoningTokens += leadTokens;
               think(trimmed.slice(thought!.open.length));
@@ -244,9 +253,11 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         written += thought!.close;
         completionTokens += 1;
         phase = "answer";
+      } else if (going === "skip") {
+        written = `${fastThought!.open}\n\n${fastThought!.close}\n\n`;
       } else if (going === "grammar") {
         // Written again under the grammar: the tokens of the free-running attempt after the thought are not output.
-        const cut = written.lastIndexOf(thought?.close ?? "\u0000");
+        const cut = thought ? written.lastIndexOf(thought.close) : -1;
         written = cut >= 0 ? written.slice(0, cut + thought!.close.length) : "";
       }
       if (maxTokens - completionTokens < 1) break;

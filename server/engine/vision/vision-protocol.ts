@@ -25,8 +25,8 @@ export interface VisionCompletion {
   seed: number;
   /** GBNF the whole output must follow (json_object / json_schema output: the engine's own grammar). */
   grammar?: string;
-  /** Token ids never to sample, e.g. the thought marker in fast mode. */
-  banned?: number[];
+  frequencyPenalty: number;
+  presencePenalty: number;
 }
 
 export type ToVision =
