@@ -11,7 +11,7 @@ import { extractPdfText, renderPdfPages } from "./pdf.js";
 import { NO_SPEECH_MODEL, transcribe, TranscriptionError, type Transcript } from "./speech.js";
 import { cutText, decodeTextFile } from "./text.js";
 import { isVideoTooLong, MAX_PDF_PAGES, MAX_RENDERED_BYTES, MAX_VIDEO_SECONDS, type ContentKind, type Extracted, type IngestOptions, type IngestSource } from "./types.js";
-import { prepareForOcr, readTextIn } from "./vision.js";
+import { imageForModel, prepareForOcr, readTextIn } from "./vision.js";
 
 type Body = Omit<Extracted, "kind" | "mediaType">;
 
@@ -173,7 +173,15 @@ export const INGESTORS: Record<ContentKind, Ingestor> = {
       const preview = await findIworkPreview(source.source.path ? { path: source.source.path } : { bytes: await source.bytes() });
       if (!preview) return { method: "empty", text: "", truncated: false };
       if (preview.type === "pdf") return readPdf(preview.data);
-      return { method: "vision", text: `The file's preview image (${preview.name}): ${await describeImage(preview.data, preview.name.endsWith(".png") ? "image/png" : "image/jpeg")}`, truncated: false };
+      const mediaType = preview.name.endsWith(".png") ? ("image/png" as const) : ("image/jpeg" as const);
+      // A vision model sees the preview itself (scaled and re-encoded like any image it gets).
+      const image = await imageForModel(preview.data);
+      return {
+        method: "vision",
+        text: `The file's preview image (${preview.name}): ${await describeImage(preview.data, mediaType)}`,
+        truncated: false,
+        visual: { text: `The file's preview image (${preview.name}) follows.`, images: [{ label: "Preview:", mediaType: image.mediaType, data: image.data.toString("base64") }] },
+      };
     },
   },
 };

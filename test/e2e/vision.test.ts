@@ -10,7 +10,7 @@ import OpenAI, { toFile } from "openai";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyVisionProjector, TINY_VISION_IMAGE_TOKENS, writeTinyVisionModel } from "../../resources/test-model/tiny-vision.js";
-import { blankPng, captionMp4, scannedPdf, textPng } from "../support/file-fixtures.js";
+import { blankPng, captionMp4, iworkZip, scannedPdf, textPng } from "../support/file-fixtures.js";
 import { startModelServer } from "../support/model-server.js";
 import { createKey, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
@@ -199,6 +199,13 @@ describe("scanned PDFs and video keyframes", () => {
       const res = await client.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: [part] }], glassbox: { enabled: true } } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
       expect((res as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
     }
+  });
+
+  it("an iWork file's preview image goes to the vision encoder", async () => {
+    const preview = await sharp({ create: { width: 400, height: 300, channels: 3, background: "#3366cc" } }).jpeg().toBuffer();
+    const uploaded = await client.files.create({ file: await toFile(iworkZip({ name: "preview.jpg", data: preview }), "slides.key"), purpose: "user_data" });
+    const res = await client.chat.completions.create({ model: "svc", max_tokens: 2, messages: [{ role: "user", content: [{ type: "file", file: { file_id: uploaded.id } }] }], glassbox: { enabled: true } } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    expect((res as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
   });
 
   it("a video's keyframes go to the vision encoder beside its facts", async () => {
