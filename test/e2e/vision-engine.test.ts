@@ -47,7 +47,7 @@ describe("the tiny vision projector", () => {
   it("generates after the image; markers and images that do not pair up are no crash", async () => {
     const steps = [];
     for await (const step of engine.complete(
-      { prompt: `<|im_start|>user\n${VISION_MEDIA_MARKER}<|im_end|>\n<|im_start|>assistant\n`, media: [await png(32, 32)], maxTokens: 4, temperature: 0, topP: 1, topK: 1, seed: 1, frequencyPenalty: 0, presencePenalty: 0 },
+      { prompt: `<|im_start|>user\n${VISION_MEDIA_MARKER}<|im_end|>\n<|im_start|>assistant\n`, media: [await png(32, 32)], maxTokens: 4, contextLimit: 1000, temperature: 0, topP: 1, topK: 1, seed: 1, frequencyPenalty: 0, presencePenalty: 0 },
       new AbortController().signal,
     ))
       steps.push(step);

@@ -88,6 +88,9 @@ describe("Chat", () => {
   it("stop sequences end the answer on the vision path; structured output holds; tools are a clear 400", async () => {
     const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
     const free = await chat([image], { max_tokens: 32, reasoning_effort: "none" });
+    // Fast mode: no thought in the answer (the model here opens one after every prompt unless kept from it).
+    expect(free.choices[0]!.message.content).not.toMatch(/<think>|<\/think>/);
+    expect((free.usage as { reasoning_tokens?: number }).reasoning_tokens ?? 0).toBe(0);
     const words = free.choices[0]!.message.content!.trim().split(" ");
     expect(words.length).toBeGreaterThan(2);
     const stopped = await chat([image], { max_tokens: 32, reasoning_effort: "none", stop: [` ${words[2]}`] });
@@ -139,6 +142,17 @@ describe("tokens and limits", () => {
     // A huge image is estimated as scaled: 4000×3000 fits 1.15 megapixels as 1238×929 → 1534.
     const huge = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#336699" } }).jpeg().toBuffer();
     expect((await count([{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: huge.toString("base64") } }])) - plain).toBe(1534);
+  });
+
+  it("the context fit check counts the image: text that fits alone does not fit with it (a clear 400, nothing generated)", async () => {
+    // One "x" is one token here: a text that leaves 32 tokens of the 2048 (less the 16 kept for markers).
+    const overhead = (await chat([{ type: "text", text: "x" }], { max_tokens: 1, reasoning_effort: "none" })).usage!.prompt_tokens - 1;
+    const text = "x".repeat(2048 - 16 - 32 - overhead);
+    const alone = await chat([{ type: "text", text }], { max_tokens: 1, reasoning_effort: "none" });
+    expect(alone.usage!.prompt_tokens).toBe(2048 - 16 - 32);
+    const err = await chat([{ type: "text", text }, { type: "image_url", image_url: { url: dataUrl } }], { max_tokens: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("context_length_exceeded");
   });
 
   it("a huge image is scaled before encoding; over 20 MB is a 413; a decompression bomb is a 400", async () => {

@@ -110,10 +110,17 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
   current = id;
   try {
     // What the cache will serve: the prompt's agreement with the last one (llama.cpp reads the last token again).
-    const prompt = positions(await context!.tokenize(c.prompt, c.media.length > 0 ? { media_paths: c.media } : undefined));
+    const tokenized = await context!.tokenize(c.prompt, c.media.length > 0 ? { media_paths: c.media } : undefined);
+    const prompt = positions(tokenized);
+    const room = c.contextLimit - prompt.length;
+    if (room < 1) {
+      send({ type: "too_long", id, promptTokens: prompt.length });
+      return;
+    }
+    const maxTokens = Math.min(c.maxTokens, room);
     let same = 0;
     while (same < prompt.length && same < held.length && prompt[same] === held[same]) same++;
-    send({ type: "prompt", id, promptTokens: prompt.length, cachedTokens: Math.min(same, prompt.length - 1) });
+    send({ type: "prompt", id, promptTokens: prompt.length, cachedTokens: Math.min(same, prompt.length - 1), imageTokens: imageTokenCounts(tokenized), maxTokens });
     held = prompt;
     let streamed = "";
     let finished = false;
@@ -121,7 +128,7 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
       {
         prompt: c.prompt,
         media_paths: c.media.length > 0 ? c.media : undefined,
-        n_predict: c.maxTokens,
+        n_predict: maxTokens,
         // The same sampler as the text engine's: temperature, top-p, top-k and the OpenAI penalties only
         // (llama.node's defaults add min-p 0.05, DRY and a repeat penalty window); 0 is greedy.
         temperature: c.temperature,
@@ -155,7 +162,7 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
         promptTokens,
         evaluatedTokens: Math.min(promptTokens, result.timings.prompt_n),
         completionTokens: result.tokens_predicted,
-        endOfTurn: !result.interrupted && !result.context_full && result.tokens_predicted < c.maxTokens && !aborted.has(id),
+        endOfTurn: !result.interrupted && !result.context_full && result.tokens_predicted < maxTokens && !aborted.has(id),
       },
     });
   } catch (err) {

@@ -10,9 +10,21 @@ import { fileURLToPath } from "node:url";
 import { AppError } from "../../core/errors.js";
 import type { FromVision, VisionCompletion, VisionLoadOptions, VisionMedia, VisionResult } from "./vision-protocol.js";
 
-type Item = { kind: "prompt"; promptTokens: number; cachedTokens: number } | { kind: "text"; text: string } | { kind: "done"; result: VisionResult } | { kind: "error"; error: Error };
+type Item =
+  | { kind: "prompt"; promptTokens: number; cachedTokens: number; imageTokens: number[]; maxTokens: number }
+  | { kind: "text"; text: string } | { kind: "done"; result: VisionResult } | { kind: "error"; error: Error };
 
-export type VisionStep = { prompt: { tokens: number; cached: number } } | { text: string } | { result: VisionResult };
+export type VisionStep =
+  | { prompt: { tokens: number; cached: number; imageTokens: number[]; maxTokens: number } }
+  | { text: string }
+  | { result: VisionResult };
+
+/** The prompt leaves the context no room for an answer (the engine words the client's error). */
+export class VisionPromptTooLong extends Error {
+  constructor(readonly promptTokens: number) {
+    super(`the prompt is ${promptTokens} tokens, more than the context holds with an answer`);
+  }
+}
 
 function childEntry(): { entry: string; execArgv: string[] } {
   const here = fileURLToPath(import.meta.url);
@@ -104,7 +116,9 @@ export class VisionEngine {
       wake = null;
     };
     this.pending.set(id, (message) => {
-      if (message.type === "prompt") push({ kind: "prompt", promptTokens: message.promptTokens, cachedTokens: message.cachedTokens });
+      if (message.type === "prompt")
+        push({ kind: "prompt", promptTokens: message.promptTokens, cachedTokens: message.cachedTokens, imageTokens: message.imageTokens, maxTokens: message.maxTokens });
+      else if (message.type === "too_long") push({ kind: "error", error: new VisionPromptTooLong(message.promptTokens) });
       else if (message.type === "text") push({ kind: "text", text: message.text });
       else if (message.type === "done") push({ kind: "done", result: message.result });
       else if (message.type === "failed") push({ kind: "error", error: visionError(message.message) });
@@ -121,7 +135,7 @@ export class VisionEngine {
           yield { result: item.result };
           return;
         }
-        if (item.kind === "prompt") yield { prompt: { tokens: item.promptTokens, cached: item.cachedTokens } };
+        if (item.kind === "prompt") yield { prompt: { tokens: item.promptTokens, cached: item.cachedTokens, imageTokens: item.imageTokens, maxTokens: item.maxTokens } };
         else yield { text: item.text };
       }
     } finally {

@@ -13,7 +13,7 @@ import type { CanonicalMessage, ContentPart } from "../../core/inference.js";
 import { renderPromptText, type PromptSyntax } from "../prompt.js";
 import { TextTriggerMatcher } from "../text-matcher.js";
 import type { EngineEvent, EngineOutcome, EngineRequest } from "../types.js";
-import type { VisionEngine } from "./vision-engine.js";
+import { VisionPromptTooLong, type VisionEngine } from "./vision-engine.js";
 import { VISION_MEDIA_MARKER, type VisionResult } from "./vision-protocol.js";
 
 /** Does the request carry an image for the model to see (an image part the pipeline kept as bytes)? */
@@ -96,11 +96,17 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
       "tools",
       "vision_tools_unsupported",
     );
-  const { prompt, media } = renderVisionPrompt(setup.model, setup.wrapper, request);
-  const counted = await setup.vision.tokenize(prompt, media);
-  const room = setup.contextSize - counted.tokens - setup.margin;
-  if (room < 1) throw setup.tooLong(counted.tokens);
-  const maxTokens = Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room);
+  const rendered = renderVisionPrompt(setup.model, setup.wrapper, request);
+  const media = rendered.media;
+  // Fast mode: the answer starts after an empty thought, closed, as non-thinking templates write it (Qwen3's),
+  // unless the wrapper wrote one already: llama.node cannot ban the thought's opening token.
+  const fastOpen = request.mode === "fast" ? syntax.thought : null;
+  const prompt =
+    fastOpen && !rendered.prompt.trimEnd().endsWith(fastOpen.close) ? `${rendered.prompt}${fastOpen.open}\n\n${fastOpen.close}\n\n` : rendered.prompt;
+  // The prompt is read once, in the vision process: it checks the room, counts the images and says so first.
+  const contextLimit = setup.contextSize - setup.margin;
+  let maxTokens = Math.min(request.maxTokens ?? contextLimit, contextLimit);
+  let imageTokens = 0;
   if (signal.aborted) return;
 
   const thought = request.mode === "thinking" ? syntax.thought : null;
@@ -109,7 +115,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   const fastThought = request.mode === "fast" ? syntax.thought : null;
   // The reasoning budget closes the thought with the model's own marker, as runGeneration does: the
   // completion stops there and a second one continues after the marker (its prefix comes from the KV cache).
-  const reasoningBudget = thought ? Math.max(0, Math.min(request.reasoningBudget, maxTokens - 1)) : 0;
+  let reasoningBudget = thought ? Math.max(0, Math.min(request.reasoningBudget, maxTokens - 1)) : 0;
   const grammar = setup.answerGrammar;
 
   const answerMatcher = new TextTriggerMatcher(request.stopSequences.map((s) => ({ kind: "stop" as const, text: s })));
@@ -175,11 +181,14 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
       const left = maxTokens - completionTokens;
       const constrained = grammar !== undefined && (phase === "answer" || !thought);
       let result: VisionResult | null = null;
+      /** This segment's streamed pieces taken as output (about one token each). */
+      let kept = 0;
       for await (const step of setup.vision.complete(
         {
           prompt: segmentPrompt,
           media,
-          maxTokens: Number.isFinite(left) ? left : room,
+          maxTokens: left,
+          contextLimit,
           temperature: request.sampling.temperature ?? 0.7,
           topP: request.sampling.topP ?? 0.95,
           topK: request.sampling.topK ?? 40,
@@ -191,7 +200,13 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         stop.signal,
       )) {
         if ("prompt" in step) {
-          if (!started) yield { type: "start", mode: request.mode, promptTokens: step.prompt.tokens, cachedTokens: step.prompt.cached };
+          if (!started) {
+            // The room the context leaves bounds the answer (and the thought within it).
+            maxTokens = Math.min(maxTokens, step.prompt.maxTokens);
+            reasoningBudget = thought ? Math.max(0, Math.min(request.reasoningBudget, maxTokens - 1)) : 0;
+            imageTokens = step.prompt.imageTokens.reduce((a, b) => a + b, 0);
+            yield { type: "start", mode: request.mode, promptTokens: step.prompt.tokens, cachedTokens: step.prompt.cached };
+          }
           started = true;
           continue;
         }
@@ -202,6 +217,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         // Tokens that arrive after this segment was stopped are not part of the output.
         if (stop.signal.aborted) continue;
         written += step.text;
+        kept++;
         if (phase === "lead") {
           lead += step.text;
           leadTokens++;
@@ -242,8 +258,10 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
       if (!result) throw new AppError("unavailable", "The vision engine ended without a result.", { code: "vision_failed", retryAfter: 5 });
       first ??= result;
       last = result;
-      completionTokens += result.completionTokens;
       const going = next;
+      // Output is what was kept: a skipped thought, and a free-running answer written again under the
+      // grammar, are not (the tokens the model wrote before the stop took effect are not either).
+      completionTokens += going === "skip" ? 0 : going === "grammar" ? Math.min(kept, result.completionTokens) : going === "close" ? kept : result.completionTokens;
       next = null;
       if (going === null || stopSequence !== null) break;
       if (going === "close") {
@@ -290,9 +308,12 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         completionTokens,
         reasoningTokens: Math.min(reasoningTokens, completionTokens),
       },
-      vision: { images: media.length, imageTokens: counted.imageTokens.reduce((a, b) => a + b, 0) },
+      vision: { images: media.length, imageTokens },
     };
     yield { type: "done", outcome };
+  } catch (err) {
+    if (err instanceof VisionPromptTooLong) throw setup.tooLong(err.promptTokens);
+    throw err;
   } finally {
     signal.removeEventListener("abort", onAbort);
   }

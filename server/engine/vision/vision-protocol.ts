@@ -18,7 +18,10 @@ export interface VisionCompletion {
   /** The prompt text as our chat wrapper rendered it, with VISION_MEDIA_MARKER where each image goes. */
   prompt: string;
   media: VisionMedia[];
+  /** The most to generate; the vision process caps it again by the room the context has. */
   maxTokens: number;
+  /** Tokens prompt and answer may take together: a prompt that leaves no room is refused (`too_long`). */
+  contextLimit: number;
   temperature: number;
   topP: number;
   topK: number;
@@ -50,8 +53,10 @@ export type FromVision =
   | { type: "loaded"; imageSupport: boolean }
   | { type: "load_failed"; message: string }
   | { type: "tokens"; id: number; tokens: number; imageTokens: number[] }
-  /** Sent before the prompt is read: its tokens, and those the KV cache holds already. */
-  | { type: "prompt"; id: number; promptTokens: number; cachedTokens: number }
+  /** Sent before the prompt is read: its tokens, those the KV cache holds already, each image's share, and the most it will generate. */
+  | { type: "prompt"; id: number; promptTokens: number; cachedTokens: number; imageTokens: number[]; maxTokens: number }
+  /** The prompt leaves no room in the context for an answer: nothing was generated. */
+  | { type: "too_long"; id: number; promptTokens: number }
   /** Text of one or more sampled tokens, in order. */
   | { type: "text"; id: number; text: string }
   | { type: "done"; id: number; result: VisionResult }
