@@ -225,8 +225,9 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
           const trimmed = lead.trimStart();
           if (trimmed.length >= opener.length || !opener.startsWith(trimmed)) {
             if (fastThought && trimmed.startsWith(opener)) {
-              phase = "answer";
+              // Watched again in the next segment: a model that opens a thought after every newline would.
               lead = "";
+              leadTokens = 0;
               next = "skip";
               stop.abort();
             } else if (trimmed.startsWith(opener)) {
@@ -272,7 +273,8 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
         completionTokens += 1;
         phase = "answer";
       } else if (going === "skip") {
-        written = `${fastThought!.open}\n\n${fastThought!.close}\n\n`;
+        // The thought the model opened ends at once: its marker and the close, nothing between.
+        written = written.slice(0, written.lastIndexOf(fastThought!.open)) + fastThought!.open + fastThought!.close;
       } else if (going === "grammar") {
         // Written again under the grammar: the tokens of the free-running attempt after the thought are not output.
         const cut = thought ? written.lastIndexOf(thought.close) : -1;
