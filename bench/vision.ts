@@ -102,7 +102,7 @@ async function startPeer(binary: string, model: string, projector: string): Prom
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
-  await waitForLine(child, /server is listening|HTTP server listening/, "llama-server");
+  await waitForLine(child, /server is listening|HTTP server listening|listening on http/, "llama-server");
   return { url: `http://127.0.0.1:${port}`, key: "none" };
 }
 
@@ -124,7 +124,8 @@ async function ttft(server: { url: string; key: string }, dataUrl: string): Prom
       stream: true,
       max_tokens: 4,
       temperature: 0,
-      reasoning_effort: "none",
+      // Thinking, as llama-server runs this template by default: the first token may be the thought's.
+      reasoning_effort: "low",
       messages: [{ role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image_url", image_url: { url: dataUrl } }] }],
     }),
   });
