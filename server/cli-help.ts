@@ -23,7 +23,7 @@ const ACCOUNTS_USAGE = `  svc accounts create NAME [--key-name LABEL] [--data-di
   svc accounts enable NAME [--data-dir DIR]
   svc accounts reset-password NAME [--data-dir DIR] [--json]`;
 const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
-  svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--data-dir DIR]
+  svc models pull [hf:user/repo:quant | hf:user/repo/file.gguf | https://URL | recommended] [--sha256 HEX] [--mmproj SOURCE | --no-mmproj] [--data-dir DIR]
   svc models use FILE [--data-dir DIR]
   svc models remove FILE [--force] [--data-dir DIR]
   svc models pull --speech [base | small | ... | hf:user/repo/file.bin | https://URL] [--sha256 HEX] [--data-dir DIR]
@@ -73,6 +73,9 @@ ${MODELS_USAGE}
 Models live in the models folder of the data dir (${defaultDataDir()}/models unless --data-dir or
 SVC_DATA_DIR says otherwise). \`svc models pull\` with no source downloads the recommended model;
 \`svc models list\` shows what is there and marks with * the one \`svc serve\` loads.
+A vision model's projector (its mmproj GGUF) is pulled with it when the hf: repository names one, or from
+--mmproj (hf:user/repo/file.gguf, https://URL or a file), and saved beside it as MODEL.mmproj.gguf: the model
+then sees images (\`svc models list\` says "sees images"). --no-mmproj skips it.
 Speech models (whisper.cpp, for transcripts of uploaded audio and video) live in models/speech:
 \`svc models pull --speech\` downloads whisper base (about 148 MB); without one, uploads say that no transcript
 is available.

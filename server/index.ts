@@ -192,7 +192,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const ingestPool = new IngestPool();
   // Transcripts use the speech model set now (`svc models pull --speech` or `use --speech`, this process or another).
   const ingest = new Ingest(ingestPool, () => ({ speechModelPath: models.active("speech")?.path ?? null }));
-  const files = new FilesService({ store, dataDir: config.dataDir, ingest, log });
+  const files = new FilesService({ store, dataDir: config.dataDir, ingest, log, imageInput: () => (engineHost.status().model?.vision ? "vision" : "ocr") });
   await files.start();
   const scheduler = schedulerForHost(engineHost, { accountLimit: config.concurrencyLimit, maxQueue: config.queueLimit });
   const pipeline = new InferencePipeline(engineHost, { scheduler, log, files, ingest });

@@ -203,6 +203,12 @@ export interface Trace {
   /** Set when strict refusal mode withheld the answer, with why. */
   refusal: string | null;
   session_id: string | null;
+  /**
+   * The request's images and how the model got them: "vision", the images themselves through the model's
+   * vision encoder (tokens: the prompt tokens they took); "ocr", a text-only model's fallback, the text OCR
+   * read in them and their facts (tokens null). Absent without images.
+   */
+  images?: { count: number; read_by: "vision" | "ocr"; tokens: number | null };
 }
 
 export interface InferenceResult {

@@ -15,14 +15,18 @@ export class GrammarCache {
 
   constructor(private readonly llama: Llama) {}
 
+  /** The GBNF the answer must follow (json_object / json_schema output), or null for free text. */
+  answerGbnf(output: EngineRequest["output"]): string | null {
+    if (output.type === "json_object") return jsonObjectGbnf();
+    if (output.type === "json_schema") return this.schemaGrammar(output.schema, output.param ?? "output_schema", output.strict === true);
+    return null;
+  }
+
   async compile(request: EngineRequest, syntax: PromptSyntax): Promise<CompiledGrammars> {
     const output = request.output;
-    let answer: LlamaGrammar | null = null;
-    if (output.type === "json_object") answer = await this.grammar(jsonObjectGbnf(), "output_schema");
-    else if (output.type === "json_schema") {
-      const param = output.param ?? "output_schema";
-      answer = await this.grammar(this.schemaGrammar(output.schema, param, output.strict === true), param);
-    }
+    const answerText = this.answerGbnf(output);
+    const answer: LlamaGrammar | null =
+      answerText === null ? null : await this.grammar(answerText, output.type === "json_schema" ? (output.param ?? "output_schema") : "output_schema");
 
     const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && syntax.toolCall !== null;
     if (request.toolChoice.type === "tool") {

@@ -24,6 +24,8 @@ import { runGeneration } from "./generation.js";
 import { GrammarCache } from "./grammar-cache.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
+import { VisionSlot, type VisionEngine } from "./vision/vision-engine.js";
+import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
 import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
@@ -71,6 +73,11 @@ export interface LlamaEngineOptions {
   tokenizeTimeoutMs?: number;
   /** Warm start (warm-start.ts): save long shared prefixes' KV cache here and restore it after a restart. */
   warmStart?: { dir: string; maxBytes?: number; minTokens?: number };
+  /**
+   * The model's vision projector (an mmproj GGUF): requests with images then run on the vision engine
+   * (vision/vision-engine.ts, a process of its own), the rest here as before.
+   */
+  projectorPath?: string;
   /** The engine build's token paths to take where the binaries have them; default: tokenPathsFromEnvironment(). */
   tokenPaths?: TokenPaths;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -205,6 +212,8 @@ export class LlamaEngine implements Engine {
     this.grammars = new GrammarCache(llama);
   }
 
+  private vision: VisionSlot | null = null;
+
   static async load(options: LlamaEngineOptions): Promise<LlamaEngine> {
     const size = await stat(options.modelPath).then(
       (s) => s.size,
@@ -338,6 +347,7 @@ export class LlamaEngine implements Engine {
       fullCollection();
       const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
+      if (options.projectorPath) await engine.startVision(options.projectorPath, options.log);
       if (options.warmStart)
         engine.warm = new WarmStart(
           {
@@ -370,11 +380,43 @@ export class LlamaEngine implements Engine {
   }
 
   async countPromptTokens(request: EngineRequest): Promise<number> {
+    if (hasImages(request)) return countVisionTokens({ model: this.model, wrapper: this.wrapperFor(request), vision: await this.visionFor(), request });
     return (await this.render(request, this.tokenizeBudget())).length;
+  }
+
+  /** Loads the model with its projector in the vision process; without it, images take the OCR path. */
+  private async startVision(projectorPath: string, log: LlamaEngineOptions["log"]): Promise<void> {
+    this.vision = await VisionSlot.open({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads }, log);
+    this.info.vision = this.vision ? { projector: projectorPath } : null;
+  }
+
+  private visionFor(): Promise<VisionEngine> {
+    if (!this.vision) throw new AppError("invalid_request", "The loaded model cannot see images.", { code: "vision_unavailable" });
+    return this.vision.engine();
+  }
+
+  private wrapperFor(request: EngineRequest): ChatWrapper {
+    return request.mode === "fast" ? this.wrappers.fast : this.wrappers.thinking;
   }
 
   async *generate(request: EngineRequest, signal: AbortSignal): AsyncGenerator<EngineEvent, void, void> {
     if (this.closed) throw new AppError("unavailable", "The model is being unloaded.", { retryAfter: 5 });
+    if (hasImages(request)) {
+      yield* runVisionGeneration({
+        model: this.model,
+        wrapper: this.wrapperFor(request),
+        syntax: this.syntax,
+        vision: await this.visionFor(),
+        request,
+        contextSize: this.info.contextSize,
+        margin: CONTEXT_MARGIN,
+        // The answer's grammar, as the text path compiles it (json-schema-grammar.ts), in GBNF for llama.cpp.
+        answerGrammar: this.grammars.answerGbnf(request.output) ?? undefined,
+        tooLong: (tokens) => contextTooLong(this.contextFacts, tokens),
+        signal,
+      });
+      return;
+    }
     const budget = this.tokenizeBudget(signal);
     let promptTokens: Token[];
     try {
@@ -488,6 +530,7 @@ export class LlamaEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.vision?.close();
     this.pool.close();
     await this.context.dispose();
     await this.model.dispose();

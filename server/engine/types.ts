@@ -76,6 +76,8 @@ export interface EngineOutcome {
   logprobs?: TokenLogprob[];
   /** With tokenProbabilities: every sampled answer and tool-call token (what confidence is computed from). */
   scored?: ScoredToken[];
+  /** The request's images went to the vision encoder: how many, and the prompt tokens they took. */
+  vision?: { images: number; imageTokens: number };
 }
 
 export type EngineEvent = Exclude<InferenceEvent, { type: "done" }> | { type: "done"; outcome: EngineOutcome };
@@ -128,6 +130,8 @@ export interface LoadedModelInfo {
    * and context per slot, the model file it names, and why it is drained. Absent for the built-in engine.
    */
   upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
+  /** The vision projector loaded beside the model (images go to the model); null or absent: text only. */
+  vision?: { projector: string } | null;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

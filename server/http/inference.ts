@@ -7,7 +7,7 @@
 // encoder's error frame. A client that leaves stops the run: while waiting it leaves the queue, while
 // generating it frees its sequence within a token.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { AppError, toAppError } from "../core/errors.js";
+import { AppError, invalidRequest, toAppError } from "../core/errors.js";
 import type { InferenceEvent, InferenceRequest, InferenceResult } from "../core/inference.js";
 import type { InferenceStream } from "../pipeline/pipeline.js";
 import type { RequestContext } from "../core/request-context.js";
@@ -66,6 +66,17 @@ function observe(ctx: RequestContext, event: InferenceEvent): void {
   } else if (ctx.inference.ttftMs === undefined) ctx.inference.ttftMs = performance.now() - ctx.startedAt;
 }
 
+/**
+ * X-Image-Input (docs/api.md, "Images"): "vision" forbids the OCR fallback (a model that cannot see images
+ * is then a 400); "auto", the default, lets a text-only model read images with OCR.
+ */
+export function parseImageInput(header: string | string[] | undefined): "vision" | "auto" {
+  const value = ((Array.isArray(header) ? header[0] : header) ?? "").trim().toLowerCase();
+  if (value === "" || value === "auto") return "auto";
+  if (value === "vision") return "vision";
+  throw invalidRequest(`The X-Image-Input header must be 'vision' or 'auto' (got '${value}').`, "X-Image-Input", "invalid_image_input");
+}
+
 export async function serveInference(request: FastifyRequest, reply: FastifyReply, deps: HttpDeps, call: InferenceCall): Promise<unknown> {
   const ctx = request.ctx;
   const principal = ctx.principal;
@@ -89,7 +100,12 @@ export async function serveInference(request: FastifyRequest, reply: FastifyRepl
   try {
     let stream: InferenceStream;
     try {
-      stream = await deps.pipeline.open(call.inference, { signal: disconnect.signal, accountId: principal.accountId, workClass: ctx.workClass });
+      stream = await deps.pipeline.open(call.inference, {
+        signal: disconnect.signal,
+        accountId: principal.accountId,
+        workClass: ctx.workClass,
+        imageInput: parseImageInput(request.headers["x-image-input"]),
+      });
     } catch (err) {
       if (!sse?.isOpen) throw err;
       return await failStream(sse, call.encoder(), ctx, err, deps);

@@ -7,7 +7,9 @@ import type { FileSource } from "../core/inference.js";
 import { classify, credentialRefusal, HEAD_BYTES } from "./classify.js";
 import { isCredentialName } from "./credentials.js";
 import { IngestPool, type IngestPriority } from "./ingest-pool.js";
+import { modelImage } from "./image.js";
 import { cutText } from "./text.js";
+import type { ModelImage } from "./vision.js";
 import { MAX_BYTES_OF_KIND, MAX_TEXT_CHARS, type Classified, type Extracted, type IngestOptions } from "./types.js";
 
 export { MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./types.js";
@@ -62,6 +64,8 @@ const INLINE_CACHE_MS = 10 * 60_000;
 
 export class Ingest {
   private readonly recent = new Map<string, { at: number; result: Extracted }>();
+  /** Images prepared for the vision encoder, by a hash of their bytes (a conversation sends them each turn). */
+  private readonly recentImages = new Map<string, ModelImage>();
 
   constructor(
     private readonly pool: IngestPool,
@@ -109,6 +113,40 @@ export class Ingest {
           return result;
         }
       }
+    } catch (err) {
+      throw withParam(err, param);
+    }
+  }
+
+  /**
+   * An image part for a model that sees images: checked as an image (type, the 20 MB limit, the pixel limit)
+   * and turned into what the vision encoder reads. By id: the bytes of the caller's uploaded image.
+   */
+  async imageForModel(source: FileSource | { kind: "bytes"; bytes: Buffer; mediaType: string }, param: string): Promise<ModelImage> {
+    try {
+      let bytes: Buffer;
+      if (source.kind === "bytes") bytes = source.bytes;
+      else if (source.kind === "base64") bytes = decodeBase64(source.data, param);
+      else if (source.kind === "url")
+        throw invalidRequest(
+          "Images given by URL are not fetched: this server works offline. Send the image inline (base64 or a data: URL) or upload it to /v1/files.",
+          param,
+          "url_not_fetched",
+        );
+      else throw invalidRequest("An image part must hold an image.", param, "invalid_image");
+      if (bytes.length === 0) throw invalidRequest("The image is empty.", param, "empty_file");
+      const classified = await this.classify(bytes, undefined, true, source.mediaType);
+      if (classified.kind !== "image")
+        throw invalidRequest(`An image part must hold an image; this one holds ${classified.mediaType}. Send other files as file parts.`, param, "invalid_image");
+      const tooLarge = sizeLimitError(classified, bytes.length);
+      if (tooLarge) throw tooLarge;
+      const key = createHash("sha256").update(bytes).update("\0model").digest("hex");
+      const known = this.recentImages.get(key);
+      if (known) return known;
+      const image = await modelImage(bytes, classified.mediaType);
+      this.recentImages.set(key, image);
+      while (this.recentImages.size > INLINE_CACHE_ENTRIES) this.recentImages.delete(this.recentImages.keys().next().value!);
+      return image;
     } catch (err) {
       throw withParam(err, param);
     }

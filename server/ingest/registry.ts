@@ -11,7 +11,7 @@ import { extractPdfText, renderPdfPages } from "./pdf.js";
 import { NO_SPEECH_MODEL, transcribe, TranscriptionError, type Transcript } from "./speech.js";
 import { cutText, decodeTextFile } from "./text.js";
 import { isVideoTooLong, MAX_PDF_PAGES, MAX_RENDERED_BYTES, MAX_VIDEO_SECONDS, type ContentKind, type Extracted, type IngestOptions, type IngestSource } from "./types.js";
-import { prepareForOcr, readTextIn } from "./vision.js";
+import { imageForModel, prepareForOcr, readTextIn } from "./vision.js";
 
 type Body = Omit<Extracted, "kind" | "mediaType">;
 
@@ -63,11 +63,21 @@ async function readPdf(data: Uint8Array): Promise<Body> {
   const rendered = await renderPdfPages(new Uint8Array(data), MAX_PDF_PAGES, MAX_RENDERED_BYTES);
   const sections: string[] = [`A scanned PDF without a text layer; its pages were read as images.`];
   for (const image of rendered.images) sections.push(`Page ${image.page}: ${await readTextIn(await prepareForOcr(image.data))}`);
-  if (rendered.stoppedAtPage !== null)
-    sections.push(`[Pages from ${rendered.stoppedAtPage} on were not read: their images would have passed ${MAX_RENDERED_BYTES / 1024 / 1024} MB.]`);
+  const stopped =
+    rendered.stoppedAtPage !== null ? `[Pages from ${rendered.stoppedAtPage} on were not read: their images would have passed ${MAX_RENDERED_BYTES / 1024 / 1024} MB.]` : "";
+  if (stopped) sections.push(stopped);
   const body = sections.join("\n\n") + limitNote;
   const cut = cutText(body);
-  return { method: "pdf_pages", text: cut.text, truncated: cut.truncated, pages: rendered.pages, pagesRead: rendered.images.length };
+  const visual = {
+    text: "A scanned PDF without a text layer; its pages follow as images.",
+    images: rendered.images.map((image) => ({
+      label: `Page ${image.page}:`,
+      mediaType: image.format === "png" ? ("image/png" as const) : ("image/jpeg" as const),
+      data: image.data.toString("base64"),
+    })),
+    note: [stopped, limitNote.trim()].filter(Boolean).join("\n"),
+  };
+  return { method: "pdf_pages", text: cut.text, truncated: cut.truncated, pages: rendered.pages, pagesRead: rendered.images.length, visual };
 }
 
 function describeMedia(probe: MediaProbe): string {
@@ -109,21 +119,23 @@ async function transcriptSection(path: string, probe: MediaProbe, options: Inges
   return formatTranscript(transcript, probe.durationSeconds ?? samples.length / 16000);
 }
 
-/** Keyframes, evenly spread: one per 30 seconds, 1 to 10 of them. */
-async function keyframeSections(path: string, durationSeconds: number): Promise<string[]> {
+/** Keyframes, evenly spread: one per 30 seconds, 1 to 10 of them; what OCR read in them, and the frames. */
+async function keyframeSections(path: string, durationSeconds: number): Promise<{ sections: string[]; frames: NonNullable<Extracted["visual"]>["images"] }> {
   const count = Math.min(10, Math.max(1, Math.ceil(durationSeconds / 30)));
   const out: string[] = [];
   const empty: string[] = [];
+  const frames: NonNullable<Extracted["visual"]>["images"] = [];
   for (let i = 0; i < count; i++) {
     const at = ((i + 0.5) * durationSeconds) / count;
     const frame = await frameAt(path, at);
     if (!frame) continue;
+    frames.push({ label: `Keyframe at ${formatTimestamp(at)}:`, mediaType: "image/png", data: frame.toString("base64") });
     const read = await readTextIn(await prepareForOcr(frame));
     if (read.startsWith("No legible text")) empty.push(formatTimestamp(at));
     else out.push(`Keyframe at ${formatTimestamp(at)}: ${read}`);
   }
   if (empty.length) out.push(`Keyframes at ${empty.join(", ")}: no legible text; nothing else about what they show can be said.`);
-  return out;
+  return { sections: out, frames };
 }
 
 async function readMedia(source: LoadedSource, options: IngestOptions): Promise<Body> {
@@ -132,8 +144,10 @@ async function readMedia(source: LoadedSource, options: IngestOptions): Promise<
   if (probe.video && probe.durationSeconds !== null && isVideoTooLong(probe.durationSeconds))
     throw videoTooLong(probe.durationSeconds);
   const sections = [`${probe.video ? "Video" : "Audio"}: ${describeMedia(probe)}.`, await transcriptSection(path, probe, options)];
-  if (probe.video) sections.push(...(await keyframeSections(path, probe.durationSeconds ?? 1)));
-  return { method: "media", text: sections.join("\n\n"), truncated: false };
+  if (!probe.video) return { method: "media", text: sections.join("\n\n"), truncated: false };
+  const keyframes = await keyframeSections(path, probe.durationSeconds ?? 1);
+  const visual = keyframes.frames.length > 0 ? { text: [...sections, "Its keyframes follow as images."].join("\n\n"), images: keyframes.frames } : undefined;
+  return { method: "media", text: [...sections, ...keyframes.sections].join("\n\n"), truncated: false, ...(visual ? { visual } : {}) };
 }
 
 export const INGESTORS: Record<ContentKind, Ingestor> = {
@@ -159,7 +173,15 @@ export const INGESTORS: Record<ContentKind, Ingestor> = {
       const preview = await findIworkPreview(source.source.path ? { path: source.source.path } : { bytes: await source.bytes() });
       if (!preview) return { method: "empty", text: "", truncated: false };
       if (preview.type === "pdf") return readPdf(preview.data);
-      return { method: "vision", text: `The file's preview image (${preview.name}): ${await describeImage(preview.data, preview.name.endsWith(".png") ? "image/png" : "image/jpeg")}`, truncated: false };
+      const mediaType = preview.name.endsWith(".png") ? ("image/png" as const) : ("image/jpeg" as const);
+      // A vision model sees the preview itself (scaled and re-encoded like any image it gets).
+      const image = await imageForModel(preview.data);
+      return {
+        method: "vision",
+        text: `The file's preview image (${preview.name}): ${await describeImage(preview.data, mediaType)}`,
+        truncated: false,
+        visual: { text: `The file's preview image (${preview.name}) follows.`, images: [{ label: "Preview:", mediaType: image.mediaType, data: image.data.toString("base64") }] },
+      };
     },
   },
 };

@@ -23,6 +23,20 @@ export interface Extracted {
   truncated: boolean;
   pages?: number;
   pagesRead?: number;
+  /**
+   * Scanned PDF pages and video keyframes as images, for a model that sees images (it gets `text` with the
+   * images in place of what OCR read in them); `text` stays what a text-only model reads.
+   */
+  visual?: VisualContent;
+}
+
+/** What a vision model gets for a file whose content is pictures: an opening text, then labelled images. */
+export interface VisualContent {
+  /** What comes before the images (e.g. the video's facts and transcript). */
+  text: string;
+  images: Array<{ label: string; mediaType: "image/png" | "image/jpeg"; data: string }>;
+  /** After the images (e.g. pages not rendered). */
+  note?: string;
 }
 
 /** One file to ingest: a path on disk (uploads) or bytes in memory (inline files). */

@@ -6,7 +6,6 @@ import { AppError, invalidRequest } from "../core/errors.js";
 import { readAhead } from "../core/read-ahead.js";
 import type {
   CanonicalMessage,
-  ContentPart,
   InferenceEvent,
   InferenceRequest,
   InferenceResult,
@@ -16,13 +15,17 @@ import type { EngineHost } from "../engine/engine-host.js";
 import { UnsupportedSchemaError } from "../engine/json-schema-grammar.js";
 import { sharedSchemaChecks, type SchemaChecks } from "./schema-checks.js";
 import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
-import { formatFileText, sharedIngest, type Extracted, type Ingest } from "../ingest/ingest.js";
+import { sharedIngest, type Ingest } from "../ingest/ingest.js";
+import { countImages, imageInputFor, imageInputOf, resolveContent, type CallerContext, type ContentResolver, type FileResolver } from "./content.js";
+
+export { countImages, imageInputFor, imageInputOf, resolveContent, type CallerContext, type ContentResolver, type FileResolver, type ImageInput } from "./content.js";
 import { assessComplexity, planComplexity, type ComplexityPlan } from "./complexity.js";
 import { buildTrace, holdsAnswerBack, judgeAnswer, wantsConfidence } from "./glassbox.js";
 import { Scheduler, type Ticket, type WorkClass } from "./scheduler.js";
 import { fitToContext, nameInputParam } from "./context-fit.js";
 import { checkSchemaLimits } from "./schema-limits.js";
-import { estimateTokens, renderedTextLength } from "./token-estimate.js";
+import { estimateImageTokens, estimateTokens, renderedTextLength } from "./token-estimate.js";
+import { imageSize } from "../ingest/vision.js";
 
 /** A started run: `start` has been received, so failures from here on belong in the stream. */
 export interface InferenceStream extends AsyncIterable<InferenceEvent> {
@@ -39,6 +42,8 @@ export interface RunOptions {
   accountId: string;
   /** interactive (HTTP surfaces, the window), agent (agent steps) or batch (batch items). Default interactive. */
   workClass?: WorkClass;
+  /** "vision": images must reach the model as images (no OCR fallback); default "auto". */
+  imageInput?: "vision" | "auto";
 }
 
 export type PipelineLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
@@ -58,17 +63,6 @@ export const DEFAULT_SAMPLING = { temperature: 0.7, topP: 0.95, topK: 40 } as co
 const STRICT_REFUSAL_INSTRUCTION =
   "Refusal policy (strict): if a request is unsafe, asks for something you cannot do reliably, or you are not " +
   "sure of the answer, refuse briefly and say why instead of guessing.";
-
-/** Uploaded files by id, for the caller's account (the Files feature implements it). */
-export interface FileResolver {
-  /** The extracted content of the caller's file; throws 404 naming the id for a missing or foreign file. */
-  contentOf(fileId: string, accountId: string | undefined, param: string): Promise<{ extracted: Extracted; filename: string }>;
-}
-
-/** Who is asking: uploaded files are resolved within the caller's account. */
-export interface CallerContext {
-  accountId?: string;
-}
 
 /** A scheduler over the host's sequences; waiters get the host's own 503 when the model goes away. */
 export function schedulerForHost(host: EngineHost, limits: { accountLimit?: number; maxQueue?: number } = {}): Scheduler {
@@ -112,7 +106,8 @@ export class InferencePipeline {
     await checkSchemas(request);
     // No model: say so now rather than after a wait in the queue.
     const engine = this.host.engine();
-    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }) };
+    const images = imageInputFor(imageInputOf(engine), request, options.imageInput === "vision");
+    let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }, images) };
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
     // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.
     checkPromptFits(resolved.messages, engine.status().model);
@@ -177,7 +172,7 @@ export class InferencePipeline {
 
   async countPromptTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
     const engine = this.host.engine();
-    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller) }));
+    return engine.countPromptTokens(toEngineRequest({ ...request, messages: await resolveContent(request.messages, this.content, caller, imageInputFor(imageInputOf(engine), request)) }));
   }
 
   /**
@@ -187,7 +182,17 @@ export class InferencePipeline {
    */
   async estimateInputTokens(request: InferenceRequest, caller: CallerContext = {}): Promise<number> {
     await checkSchemas(request);
-    return estimateTokens(await resolveContent(request.messages, this.content, caller), request.tools);
+    // A model that sees images: each image by the documented estimate for its size (token-estimate.ts).
+    const images = imageInputFor(this.host.status().model?.vision ? "vision" : "ocr", request);
+    const messages = await resolveContent(request.messages, this.content, caller, images);
+    let imageTokens = 0;
+    for (const message of messages)
+      for (const part of message.content)
+        if (part.type === "image" && part.source.kind === "base64") {
+          const { width, height } = await imageSize(Buffer.from(part.source.data, "base64"));
+          imageTokens += estimateImageTokens(width, height);
+        }
+    return estimateTokens(messages, request.tools) + imageTokens;
   }
 }
 
@@ -291,50 +296,6 @@ export function toEngineRequest(request: InferenceRequest, reasoningBudget?: num
   };
 }
 
-export interface ContentResolver {
-  ingest: Ingest;
-  files?: FileResolver;
-}
-
-/**
- * File and image parts become model-ready text here (shared by every surface): uploaded files by id from
- * the caller's account, inline ones through the ingest worker. The model reads text, so an image becomes
- * what the vision path can honestly say about it (see server/ingest).
- */
-export async function resolveContent(messages: CanonicalMessage[], resolver: ContentResolver, caller: CallerContext = {}): Promise<CanonicalMessage[]> {
-  const out: CanonicalMessage[] = [];
-  for (const [i, message] of messages.entries()) {
-    if (!message.content.some((p) => p.type !== "text")) {
-      out.push(message);
-      continue;
-    }
-    const content: ContentPart[] = [];
-    for (const [j, part] of message.content.entries()) {
-      if (part.type === "text") {
-        content.push(part);
-        continue;
-      }
-      const param = part.param ?? `messages[${i}].content[${j}]`;
-      const filename = part.type === "file" ? (part.filename ?? part.title) : undefined;
-      let text: string;
-      if (part.source.kind === "file_id") {
-        if (!resolver.files)
-          throw new AppError("not_found", `No file with id '${part.source.fileId}': this server has no Files API configured.`, { param, code: "file_not_found" });
-        const { extracted, filename: stored } = await resolver.files.contentOf(part.source.fileId, caller.accountId, param);
-        if (part.type === "image" && extracted.kind !== "image")
-          throw invalidRequest(`The file '${part.source.fileId}' is not an image (${extracted.mediaType}); send it as a file part.`, param, "invalid_image");
-        text = formatFileText(extracted, filename ?? stored);
-      } else {
-        const extracted = await resolver.ingest.inline({ source: part.source, filename, param, expect: part.type === "image" ? "image" : undefined });
-        text = formatFileText(extracted, filename);
-      }
-      content.push({ type: "text", text, cacheBreakpoint: part.cacheBreakpoint });
-    }
-    out.push({ ...message, content } as CanonicalMessage);
-  }
-  return out;
-}
-
 function applyRefusalMode(messages: CanonicalMessage[], request: InferenceRequest): CanonicalMessage[] {
   if (request.refusalMode !== "strict") return messages;
   return [{ role: "system", content: [{ type: "text", text: STRICT_REFUSAL_INSTRUCTION }] }, ...messages];
@@ -358,7 +319,12 @@ async function finishResult(request: InferenceRequest, outcome: EngineOutcome, l
     ...(request.logprobs ? { logprobs: withheld ? [] : (outcome.logprobs ?? []) } : {}),
     ...(judgement.refusal !== null && !abstained ? { refusal: judgement.refusal } : {}),
   };
-  if (request.glassbox) result.trace = buildTrace(request, result, outcome.stopReason, judgement);
+  if (request.glassbox) {
+    result.trace = buildTrace(request, result, outcome.stopReason, judgement);
+    // With a vision model: every image it saw (scanned pages and keyframes included); else the image parts.
+    const images = outcome.vision?.images ?? countImages(request.messages);
+    if (images > 0) result.trace.images = { count: images, read_by: outcome.vision ? "vision" : "ocr", tokens: outcome.vision?.imageTokens ?? null };
+  }
   return result;
 }
 

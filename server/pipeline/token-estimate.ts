@@ -33,3 +33,20 @@ export function renderedTextLength(messages: CanonicalMessage[]): number {
   for (const message of messages) for (const part of message.content) if (part.type === "text") length += part.text.length;
   return length;
 }
+
+/** Images are estimated as the encoder would see them scaled to fit this side and this many pixels. */
+const IMAGE_ESTIMATE_SIDE = 1568;
+const IMAGE_ESTIMATE_PIXELS = 1_150_000;
+/** Pixels per token in the estimate (Anthropic's published rule of thumb for its own models). */
+const PIXELS_PER_IMAGE_TOKEN = 750;
+
+/**
+ * count_tokens' estimate for one image a vision model sees (docs/api.md, "Images"): scaled to fit 1568 pixels
+ * on its longer side and 1.15 megapixels, then width × height / 750, rounded up; at most about 1,540. The
+ * run's usage has the exact count, which depends on the projector (256 for any Gemma 3 image).
+ */
+export function estimateImageTokens(width: number, height: number): number {
+  if (width <= 0 || height <= 0) return 0;
+  const scale = Math.min(1, IMAGE_ESTIMATE_SIDE / Math.max(width, height), Math.sqrt(IMAGE_ESTIMATE_PIXELS / (width * height)));
+  return Math.ceil((Math.round(width * scale) * Math.round(height * scale)) / PIXELS_PER_IMAGE_TOKEN);
+}

@@ -21,6 +21,11 @@ export interface ModelObject {
   max_output_tokens: number | null;
   /** Only when the server generates on upstream inference servers: how many, and that the model is theirs. */
   upstream?: { replicas: number; healthy: number; note: string };
+  /**
+   * How the loaded model gets images (docs/api.md, "Images"): "vision", the images themselves (it has a
+   * vision projector); "ocr", the OCR fallback's text (a text-only model); null while no model is loaded.
+   */
+  svc_image_input: "vision" | "ocr" | null;
 }
 
 /** The spec's upper bound for max_tokens / max_output_tokens. */
@@ -30,7 +35,7 @@ export const UPSTREAM_MODEL_NOTE =
   "This server generates on upstream inference servers; switching the model is theirs to do (restart them with another model), not this server's.";
 
 export function modelObject(
-  loaded: { contextSize: number; maxOutputTokens?: number; upstreams?: Array<{ healthy: boolean }> } | null = null,
+  loaded: { contextSize: number; maxOutputTokens?: number; upstreams?: Array<{ healthy: boolean }>; vision?: unknown } | null = null,
 ): ModelObject {
   return {
     id: MODEL_ID,
@@ -45,6 +50,7 @@ export function modelObject(
     ...(loaded?.upstreams
       ? { upstream: { replicas: loaded.upstreams.length, healthy: loaded.upstreams.filter((u) => u.healthy).length, note: UPSTREAM_MODEL_NOTE } }
       : {}),
+    svc_image_input: loaded ? (loaded.vision ? "vision" : "ocr") : null,
   };
 }
 

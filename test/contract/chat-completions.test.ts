@@ -72,6 +72,8 @@ describe("keyless endpoints, 404 policy and request ids", () => {
           // What this server holds per request with the model loaded now (the fake engine's 4096 tokens).
           loaded_context_length: 4096,
           max_output_tokens: 4080,
+          // The fake engine's model has no vision projector: images are read with OCR.
+          svc_image_input: "ocr",
         },
       ],
     });

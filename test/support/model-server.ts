@@ -23,6 +23,8 @@ export interface ModelServer {
   files: Map<string, Buffer>;
   /** "user/repo:tag" → the file the manifest names (served at /user/repo/resolve/main/FILE). */
   manifests: Map<string, string>;
+  /** "user/repo:tag" → the vision projector the manifest names beside the model (its `mmprojFile`). */
+  projectors: Map<string, string>;
   requests: LoggedRequest[];
   /** While set, no byte at or beyond this offset is sent: a response reaching it loses its connection. */
   cutAt: number | null;
@@ -94,6 +96,7 @@ export async function startModelServer(): Promise<ModelServer> {
     port: 0,
     files: new Map(),
     manifests: new Map(),
+    projectors: new Map(),
     requests: [],
     cutAt: null,
     announceLength: new Map(),
@@ -106,10 +109,12 @@ export async function startModelServer(): Promise<ModelServer> {
     server.requests.push(log);
     const manifest = /^\/v2\/([^/]+)\/([^/]+)\/manifests\/([^/]+)$/.exec(url.pathname);
     if (manifest) {
-      const file = server.manifests.get(`${decodeURIComponent(manifest[1]!)}/${decodeURIComponent(manifest[2]!)}:${decodeURIComponent(manifest[3]!)}`);
+      const key = `${decodeURIComponent(manifest[1]!)}/${decodeURIComponent(manifest[2]!)}:${decodeURIComponent(manifest[3]!)}`;
+      const file = server.manifests.get(key);
+      const projector = server.projectors.get(key);
       log.status = file ? 200 : 404;
       res.writeHead(log.status, { "content-type": "application/json" });
-      return void res.end(JSON.stringify(file ? { ggufFile: { rfilename: file } } : { error: "not found" }));
+      return void res.end(JSON.stringify(file ? { ggufFile: { rfilename: file }, ...(projector ? { mmprojFile: { rfilename: projector } } : {}) } : { error: "not found" }));
     }
     const body = server.files.get(url.pathname);
     if (!body) {

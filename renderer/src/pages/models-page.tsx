@@ -72,7 +72,13 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
 
   const loadedElsewhere = models?.loaded && !models.models.some((m) => m.loaded) ? models.loaded : null;
   const modelColumns: Array<Column<ModelFileView>> = [
-    { key: "file", header: "File", cell: (m) => <>{m.file} {m.loaded && <span className="badge">loaded</span>} {m.active && <span className="badge alt">default</span>}</> },
+    { key: "file", header: "File", cell: (m) => <>{m.file} {m.loaded && <span className="badge">loaded</span>} {m.active && <span className="badge alt">default</span>}{" "}
+        {m.vision && (
+          <span className="badge" data-testid="model-vision" title="A vision projector lies beside this model: it sees images">
+            vision
+          </span>
+        )}
+      </> },
     { key: "model", header: "Model", cell: (m) => (m.error ? <span className="error">{m.error}</span> : `${m.name ?? "?"} (${m.architecture ?? "?"})`) },
     { key: "quant", header: "Quantization", narrow: "hide", cell: (m) => m.quantization ?? "" },
     { key: "size", header: "Size", testId: "model-size", cell: (m) => formatBytes(m.sizeBytes) },
@@ -171,7 +177,7 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
       <div className="card">
         <h2>Models on this computer</h2>
         <p className="muted small">
-          In {models?.directory}. <span className="badge">loaded</span> is the model answering now; <span className="badge alt">default</span> is the one the app loads at start.
+          In {models?.directory}. <span className="badge">loaded</span> is the model answering now; <span className="badge alt">default</span> is the one the app loads at start; <span className="badge">vision</span> marks a model that sees images (its projector lies beside it as its name with .mmproj.gguf).
           Each model keeps its own settings (Settings).
         </p>
         {loadedElsewhere && (

@@ -234,7 +234,7 @@ export class ConsoleService implements ConsoleApi {
   private windowFiles(): FileOut[] {
     const account = this.windowAccountId();
     if (!account) return [];
-    return this.server.store.files.list(account, nowSeconds(), { limit: 100, order: "desc" }).rows.map(toFileOut);
+    return this.server.store.files.list(account, nowSeconds(), { limit: 100, order: "desc" }).rows.map((row) => toFileOut(row));
   }
 
   private windowBatches(): MessageBatch[] {
@@ -419,6 +419,7 @@ export class ConsoleService implements ConsoleApi {
         contextLength: m.contextLength,
         source: m.source,
         error: m.error,
+        vision: Boolean(m.projector),
       })),
       partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source, kind: p.kind })),
       recommended: { source: recommended.source, title: recommended.title },

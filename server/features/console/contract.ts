@@ -171,6 +171,8 @@ export interface ModelFileView {
   contextLength: number | null;
   source: string | null;
   error: string | null;
+  /** A vision projector lies beside it: the model sees images (the Models page's vision badge). */
+  vision: boolean;
 }
 
 export type ModelFit = "fits_gpu" | "fits" | "tight" | "too_big";

@@ -20,6 +20,8 @@ export interface FileOut {
   token_estimate: number;
   created_at: number;
   expires_at: number;
+  /** Images only: "vision" (the model sees the image) or "ocr" (a text-only model reads it with OCR). */
+  svc_image_input?: "vision" | "ocr";
 }
 
 export interface FileList {

@@ -43,6 +43,11 @@ export interface FileOut {
   token_estimate: number;
   created_at: number;
   expires_at: number;
+  /**
+   * Images only: how the loaded model gets this image now, "vision" (the image itself, through its vision
+   * encoder) or "ocr" (a text-only model: the OCR fallback's text and facts). Absent for other kinds.
+   */
+  svc_image_input?: "vision" | "ocr";
 }
 
 export interface FilesServiceOptions {
@@ -53,9 +58,11 @@ export interface FilesServiceOptions {
   /** How long an upload's response waits for extraction before answering with status "uploaded". */
   waitForContentMs?: number;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
+  /** What the loaded model does with images (the file object says it for image files); default "ocr". */
+  imageInput?: () => "vision" | "ocr";
 }
 
-export function toFileOut(row: FileRow): FileOut {
+export function toFileOut(row: FileRow, imageInput?: () => "vision" | "ocr"): FileOut {
   return {
     id: row.id,
     object: "file",
@@ -70,6 +77,7 @@ export function toFileOut(row: FileRow): FileOut {
     token_estimate: row.token_estimate,
     created_at: row.created_at,
     expires_at: row.expires_at,
+    ...(row.content_kind === "image" ? { svc_image_input: imageInput?.() ?? "ocr" } : {}),
   };
 }
 
@@ -222,7 +230,7 @@ export class FilesService implements FileResolver {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([job, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
     clearTimeout(timer);
-    return toFileOut(this.options.store.files.findAny(id) ?? row);
+    return toFileOut(this.options.store.files.findAny(id) ?? row, this.options.imageInput);
   }
 
   /** Audio or video by its streams (a WebM or MP4 may hold sound only); videos longer than 5 minutes are refused. */
@@ -238,14 +246,14 @@ export class FilesService implements FileResolver {
 
   list(accountId: string, query: { limit: number; order: "asc" | "desc"; after?: string; purpose?: string }) {
     const page = this.options.store.files.list(accountId, this.now(), query);
-    const data = page.rows.map(toFileOut);
+    const data = page.rows.map((r) => toFileOut(r, this.options.imageInput));
     return { object: "list" as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
   }
 
   get(accountId: string, id: string): FileOut {
     const row = this.options.store.files.find(id, accountId, this.now());
     if (!row) throw fileNotFound(id, "file_id");
-    return toFileOut(row);
+    return toFileOut(row, this.options.imageInput);
   }
 
   async delete(accountId: string, id: string): Promise<{ id: string; object: "file"; deleted: true }> {
@@ -285,6 +293,13 @@ export class FilesService implements FileResolver {
       });
     const extracted = JSON.parse(await readFile(this.contentPath(fileId), "utf8")) as Extracted;
     return { extracted, filename: row.filename };
+  }
+
+  /** FileResolver: the caller's file as uploaded (an image shown to a vision model), with its type. */
+  async bytesOf(fileId: string, accountId: string | undefined, param: string): Promise<{ bytes: Buffer; mediaType: string; kind: string }> {
+    const row = accountId ? this.options.store.files.find(fileId, accountId, this.now()) : undefined;
+    if (!row) throw fileNotFound(fileId, param);
+    return { bytes: await readFile(this.originalPath(fileId)), mediaType: row.mime_type, kind: row.content_kind };
   }
 
   fileDir(id: string): string {

@@ -2,6 +2,7 @@
 // warm start over them (each remembered in a setting), and each model's own load settings. A change loads
 // the serving model again at once (through the EngineHost), and a load that fails puts the previous choice
 // back. Which model is active is not this module's job (active-model.ts); it only says how one loads.
+import { projectorBeside } from "../../engine/vision/projector.js";
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
@@ -164,7 +165,8 @@ export class LoadSettings {
 
   /** What a load of this model file takes: the server's options with the model's own settings over them. */
   loadOptions(path: string): LlamaEngineOptions {
-    return { ...this.engineOptions, ...this.modelSettings(path), modelPath: path };
+    const projectorPath = projectorBeside(path);
+    return { ...this.engineOptions, ...this.modelSettings(path), modelPath: path, ...(projectorPath ? { projectorPath } : {}) };
   }
 
   /**

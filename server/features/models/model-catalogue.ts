@@ -2,8 +2,9 @@
 // models), with what each is (read from the file) and where it came from (the model_files table); removing
 // them; and what differs between the two kinds in a pull (KindProfile). Which one is active is read from,
 // and cleared through, the active-model controller (active-model.ts).
+import { projectorBeside, projectorPathFor } from "../../engine/vision/projector.js";
 import { rm, stat } from "node:fs/promises";
-import { isAbsolute, join, sep } from "node:path";
+import { basename, isAbsolute, join, sep } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { InvalidModelFileError, readGgufSummary, verifyGgufFile, type GgufSummary } from "../../engine/gguf-inspect.js";
 import { keptBytesOfPartial } from "../../engine/model-downloader.js";
@@ -123,6 +124,7 @@ export class ModelCatalogue {
         contextLength: summary?.contextLength ?? null,
         source: sources.get(entry.file)?.source ?? null,
         error,
+        projector: projectorBeside(entry.path) ?? null,
       });
     }
     const partial: PartialDownload[] = [];
@@ -197,7 +199,8 @@ export class ModelCatalogue {
       );
     const removed: string[] = [];
     if (files.includes(file))
-      for (const part of speech ? [file] : filesOfModel(file)) {
+      // A language model's vision projector goes with it.
+      for (const part of speech ? [file] : [...filesOfModel(file), basename(projectorPathFor(join(dir, file)))]) {
         try {
           await rm(join(dir, part));
           removed.push(part);

@@ -4,7 +4,7 @@
 // none is (through the active-model controller).
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { formatBytes } from "../../core/format.js";
@@ -15,7 +15,9 @@ import type { Store } from "../../store/store.js";
 import type { ActiveModel } from "./active-model.js";
 import { describeDownloadError } from "./download-errors.js";
 import type { ModelCatalogue } from "./model-catalogue.js";
-import { parseSha256 } from "./model-sources.js";
+import { huggingFaceEndpoint, parseSha256 } from "./model-sources.js";
+import { projectorPathFor } from "../../engine/vision/projector.js";
+import { readGgufSummary } from "../../engine/gguf-inspect.js";
 import { downloadsDir, lockDownload, removePartial, type ModelKind } from "./models-folder.js";
 import { probeHost } from "./network-probe.js";
 import { SpeedMeter } from "./speed-meter.js";
@@ -38,6 +40,11 @@ export interface PullOptions {
   activateIfNone?: boolean;
   /** "speech": a whisper.cpp model for transcripts (default "llm"). */
   kind?: ModelKind;
+  /**
+   * The language model's vision projector: an hf: URI, a URL or a local file, saved beside it as
+   * `<model>.mmproj.gguf`. Default: the one the hf: repository's manifest names, if any; false: none.
+   */
+  mmproj?: string | false;
 }
 
 export interface PullResult {
@@ -51,6 +58,8 @@ export interface PullResult {
   /** Bytes a previous, interrupted pull had already downloaded. */
   resumedFromBytes: number;
   madeActive: boolean;
+  /** The vision projector now beside the model (pulled with it, or there already); null: the model reads text. */
+  projector?: string | null;
 }
 
 async function sha256Of(path: string): Promise<string> {
@@ -81,6 +90,37 @@ export class ModelDownloads {
 
   /** Downloads a model into the models folder: see PullOptions. Throws AppError with a readable message. */
   async pull(sourceText: string | undefined, options: PullOptions = {}): Promise<PullResult> {
+    const result = await this.pullFile(sourceText, options);
+    if ((options.kind ?? "llm") !== "llm" || options.mmproj === false) return result;
+    return { ...result, projector: await this.pullProjector(result, options) };
+  }
+
+  /**
+   * A vision model's projector, saved beside it as `<model>.mmproj.gguf` (engine/vision/projector.ts): from
+   * --mmproj, or the one the hf: repository's manifest names (Hugging Face's `mmprojFile`, what llama.cpp's
+   * `-hf` takes). Null when there is none; an existing one is kept.
+   */
+  private async pullProjector(model: PullResult, options: PullOptions): Promise<string | null> {
+    const target = projectorPathFor(model.path);
+    if (await stat(target).then(() => true, () => false)) return target;
+    let source = typeof options.mmproj === "string" ? options.mmproj.trim() : "";
+    if (source !== "" && !/^(hf:|https?:)/i.test(source)) {
+      // A local file.
+      await summarizeProjector(source);
+      await copyFile(source, target);
+      restrictFile(target);
+      return target;
+    }
+    if (source === "") source = (await manifestProjector(model.source, options.signal)) ?? "";
+    if (source === "") return null;
+    const pulled = await this.pullFile(source, { ...options, activateIfNone: false, sha256: undefined, kind: "llm" });
+    await summarizeProjector(pulled.path);
+    await rename(pulled.path, target);
+    this.store.modelFiles.delete(pulled.file);
+    return target;
+  }
+
+  private async pullFile(sourceText: string | undefined, options: PullOptions = {}): Promise<PullResult> {
     const kind = this.catalogue.profile(options.kind);
     const source = kind.parse(sourceText);
     const sha256 = parseSha256(options.sha256);
@@ -150,7 +190,7 @@ export class ModelDownloads {
         await removePartial(this.dataDir, file);
         await release();
         release = null;
-        return this.pull(sourceText, options);
+        return this.pullFile(sourceText, options);
       }
       this.store.modelFiles.upsert({ file: kind.record(file), source: source.uri, state: "downloading", size_bytes: download.totalBytes || null, sha256: sha256 ?? null, updated_at: Date.now() });
       // What the earlier, stopped pull really kept (the same figure its "kept" message gave).
@@ -272,4 +312,38 @@ async function cancelled(download?: ModelDownload): Promise<AppError> {
       ? `Download stopped; ${formatBytes(kept)}${total > 0 ? ` of ${formatBytes(total)}` : ""} are kept. Run the same command again to resume from there.`
       : "Download stopped before its first piece was complete, so nothing was kept: running the same command again starts from the beginning.";
   return new AppError("unavailable", message, { code: "download_cancelled", details: { keptBytes: kept, totalBytes: total } });
+}
+
+/** Checks that a file is a vision projector (a GGUF of architecture "clip"); throws a 400 saying what it is. */
+async function summarizeProjector(path: string): Promise<void> {
+  let architecture: string | null;
+  try {
+    architecture = (await readGgufSummary(path)).architecture;
+  } catch (err) {
+    throw new AppError("invalid_request", `The projector ${path} is not a GGUF file: ${(err as Error).message}`, { code: "invalid_projector" });
+  }
+  if (architecture !== "clip")
+    throw new AppError("invalid_request", `${path} is not a vision projector (an mmproj GGUF has architecture "clip"; this one has "${architecture}").`, {
+      code: "invalid_projector",
+    });
+}
+
+/**
+ * The projector the hf: repository's manifest names for this model (Hugging Face answers `mmprojFile` beside
+ * `ggufFile` to llama.cpp's user agent), as an hf: URI; null for other sources, or a repository without one.
+ */
+async function manifestProjector(source: string, signal?: AbortSignal): Promise<string | null> {
+  const match = /^hf:([^/:]+)\/([^/:]+)(?::([^/]+))?(\/.*)?$/i.exec(source);
+  if (!match) return null;
+  const [, user, repo, tag] = match;
+  const url = new URL(`v2/${encodeURIComponent(user!)}/${encodeURIComponent(repo!)}/manifests/${encodeURIComponent(tag ?? "latest")}`, huggingFaceEndpoint().href.replace(/\/?$/, "/"));
+  try {
+    const response = await fetch(url, { headers: { "User-Agent": "llama-cpp", Accept: "application/json" }, signal });
+    if (!response.ok) return null;
+    const manifest = (await response.json()) as { mmprojFile?: { rfilename?: string } };
+    const file = manifest.mmprojFile?.rfilename;
+    return file ? `hf:${user}/${repo}/${file}` : null;
+  } catch {
+    return null;
+  }
 }

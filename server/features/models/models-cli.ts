@@ -1,5 +1,6 @@
 // `svc models ...`: list, pull, use, remove and bench-threads, over the data dir's models folder. Loaded
 // lazily by cli.ts, so `svc keys` does not pay for node-llama-cpp.
+import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { AppError } from "../../core/errors.js";
 import { Store } from "../../store/store.js";
@@ -38,7 +39,7 @@ function upstreamNote(store: Store): string | null {
 function describeEntry(m: ModelEntry, separator = "  "): string {
   if (m.error) return m.error;
   const kind = [m.architecture, m.sizeLabel, m.quantization].filter(Boolean).join(" ");
-  return `${kind}${m.name ? `${separator}"${m.name}"` : ""}`;
+  return `${kind}${m.name ? `${separator}"${m.name}"` : ""}${m.projector ? `${separator}sees images` : ""}`;
 }
 
 async function list(dataDir: string, values: Values): Promise<number> {
@@ -148,6 +149,7 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
         signal: controller.signal,
         stallTimeoutMs: Number.isFinite(stallSeconds) && stallSeconds > 0 ? stallSeconds * 1000 : undefined,
         kind: speech ? "speech" : "llm",
+        mmproj: values["no-mmproj"] === true ? false : typeof values.mmproj === "string" ? values.mmproj : undefined,
       }),
     );
     const kind = [result.summary.architecture, result.summary.sizeLabel, result.summary.quantization].filter(Boolean).join(" ");
@@ -157,6 +159,7 @@ async function pull(dataDir: string, source: string | undefined, values: Values)
         `Downloaded ${result.file} (${formatBytes(result.sizeBytes)}, ${kind}) in ${formatDuration((Date.now() - started) / 1000)}` +
           `${result.resumedFromBytes > 0 ? `, resumed after ${formatBytes(result.resumedFromBytes)}` : ""}.`,
       );
+    if (result.projector) console.log(`It sees images: its vision projector is ${basename(result.projector)}.`);
     if (speech && result.madeActive) console.log("It is now the speech model: audio and video uploads get transcripts made with it.");
     else if (speech) console.log(`Use it for transcripts with \`svc models use --speech ${result.file}\`.`);
     else if (result.madeActive) console.log(`It is now the active model: \`svc serve\` loads it.`);
@@ -241,6 +244,8 @@ export async function runModelsCommand(argv: string[], defaultDataDir: string): 
       threads: { type: "string" },
       tokens: { type: "string" },
       speech: { type: "boolean" },
+      mmproj: { type: "string" },
+      "no-mmproj": { type: "boolean" },
     },
     allowPositionals: true,
     strict: true,

@@ -1,5 +1,6 @@
 // The models folder: <data-dir>/models holds finished model files; <data-dir>/models/.downloads holds
 // downloads in progress (and their resume data), so a half-written file is never mistaken for a model.
+import { PROJECTOR_SUFFIX } from "../../engine/vision/projector.js";
 import { open, readdir, readFile, rm, stat } from "node:fs/promises";
 import { basename, isAbsolute, join, resolve, sep } from "node:path";
 import { AppError } from "../../core/errors.js";
@@ -70,7 +71,8 @@ export async function scanModelsFolder(dataDir: string): Promise<{ models: Folde
   const names = await readdir(dir).catch(() => [] as string[]);
   const models: FolderEntry[] = [];
   for (const file of names.sort()) {
-    if (!file.toLowerCase().endsWith(".gguf") || isLaterSplitPart(file)) continue;
+    // A vision projector belongs to the model it is named after (engine/vision/projector.ts), listed with it.
+    if (!file.toLowerCase().endsWith(".gguf") || isLaterSplitPart(file) || file.toLowerCase().endsWith(PROJECTOR_SUFFIX)) continue;
     let total = 0;
     let complete = true;
     for (const part of filesOfModel(file)) {
@@ -164,6 +166,8 @@ export interface ModelEntry {
   source: string | null;
   /** Set when the file is not a readable GGUF model. */
   error: string | null;
+  /** The vision projector beside it (`<model>.mmproj.gguf`): the model sees images. Null for a text-only model. */
+  projector?: string | null;
 }
 
 /** The path of a model the active setting names: a name in the models folder, or an absolute path. */
