@@ -127,6 +127,9 @@ suite("two llama-server replicas behind --upstream", () => {
             await killed!.stop("SIGKILL");
           }
         }
+        // The SDK's MessageStream ends its iteration quietly when the error comes while no read is waiting
+        // (here, during the kill above); the error is then what done() rejects with, as a user reads it.
+        await stream.done();
         return null;
       })().catch((e: unknown) => e);
       expect(killed).not.toBeNull();
