@@ -225,11 +225,7 @@ export class UpstreamClient {
   }
 
   private parseVllmEvent(event: string): CompletionChunk | null {
-    const data = event
-      .split("\n")
-      .filter((line) => line.startsWith("data:"))
-      .map((line) => line.slice(5).trimStart())
-      .join("\n");
+    const data = sseData(event);
     if (!data) return null;
     const raw = JSON.parse(data) as {
       error?: { message?: string; code?: number };
@@ -267,11 +263,7 @@ export class UpstreamClient {
   }
 
   private parseEvent(event: string): CompletionChunk | null {
-    const data = event
-      .split("\n")
-      .filter((line) => line.startsWith("data:"))
-      .map((line) => line.slice(5).trimStart())
-      .join("\n");
+    const data = sseData(event);
     if (!data) return null;
     const raw = JSON.parse(data) as {
       error?: { message?: string; code?: number };
@@ -332,4 +324,13 @@ export class UpstreamClient {
       return new AppError("unavailable", `The upstream ${this.url} has no such endpoint (HTTP ${status}: ${message}); is it a llama-server?`, { code: "upstream_unsupported" });
     return new UpstreamDownError(this.url, `The upstream ${this.url} answered HTTP ${status}: ${message}`);
   }
+}
+
+/** The data of one server-sent event (its `data:` lines joined). */
+function sseData(event: string): string {
+  return event
+    .split("\n")
+    .filter((line) => line.startsWith("data:"))
+    .map((line) => line.slice(5).trimStart())
+    .join("\n");
 }
