@@ -51,5 +51,5 @@ export async function planPort(host: string, configured: number, taken: (host: s
 /** What the user is told when the server is not on the port they configured (null when it is). */
 export function portNoteFor(plan: PortPlan, actualPort: number): string | null {
   if (plan.taken === null) return null;
-  return `Port ${plan.taken} is in use, so the server is on port ${actualPort} for now. Free port ${plan.taken} or set SVC_PORT to choose another; clients need the new base URL until then.`;
+  return `Port ${plan.taken} is in use, so the server is on port ${actualPort} for now. Free port ${plan.taken}, or choose another under Server › Network › Port; clients need the new base URL until then.`;
 }

@@ -1,7 +1,10 @@
+// Skips: without the binaries the upstream tests skip with upstreamMissing()'s reason as the skipped test's
+// title (the folder looked in, the command that builds them); on CI a missing build throws instead.
 // llama.cpp's own llama-server and rpc-server, built from the source node-llama-cpp ships with the RPC backend
 // (`npm run upstream:build`, which CI runs before `npm test`), on loopback for the upstream tests. Without the
-// binaries the tests that need them are skipped locally, with the command that builds them; on CI (CI=1)
-// their absence fails the test instead, so CI always proves them.
+// binaries the tests that need them are skipped locally, the reason checkable by the reader: the skipped test's
+// title names the folder looked in (UPSTREAM_BIN) and the command that builds them; on CI (CI=1) their absence
+// fails the test instead, so CI always proves them.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { connect, createServer } from "node:net";

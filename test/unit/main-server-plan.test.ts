@@ -79,7 +79,9 @@ describe("portNoteFor", () => {
     const note = portNoteFor({ port: 0, taken: 8787 }, 41234);
     expect(note).toContain("Port 8787 is in use");
     expect(note).toContain("port 41234");
-    expect(note).toContain("SVC_PORT");
+    // A window user is pointed at the setting that fixes it, not at an environment variable.
+    expect(note).toContain("Server › Network › Port");
+    expect(note).not.toContain("SVC_PORT");
   });
 });
 
