@@ -1,7 +1,7 @@
-// Why one file (over 400 lines): the slot loop is the one scheduler of a context's batches: queuing a feed,
-// filling a batch, decoding ahead, taking a token back and the native solo run all read and change the same
-// state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's interrupt); the
-// comment below is its design.
+// Why one file (over 700 lines): it must stay one piece, as the slot loop is the one scheduler of a context's
+// batches: queuing a feed, filling a batch, decoding ahead, taking a token back and the native solo run all read
+// and change the same state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's
+// interrupt); the comment below is its design.
 //
 // How every token of a context is produced: one slot loop per context, in the style of llama-server's
 // `update_slots`. Each evaluation (a prompt and the answer after it, a forced feed, a warm start's read) queues

@@ -1,6 +1,6 @@
-// Why one file (over 400 lines): it is the one implementation of ConsoleApi (contract.ts), a facade of thin
-// methods, one per thing the window can ask, each a few lines over a service (keys, accounts, models,
-// downloads, settings); splitting it by page would split one interface's implementation across files.
+// Why one file (over 700 lines): it must stay one piece, the one implementation of ConsoleApi (contract.ts), a
+// facade of thin methods, one per thing the window can ask, each a few lines over a service (keys, accounts,
+// models, downloads, settings); splitting it by page would split one interface's implementation across files.
 // What the desktop window's console does, over the running server's own services. The Electron main process
 // answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
 // path. Nothing here is reachable over HTTP.
