@@ -51,6 +51,12 @@ export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): 
     for (const gpu of gpuCandidates(preference, supported)) {
       try {
         const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
+        if (gpu !== false && (await llama.getGpuDeviceNames().catch((): string[] => [])).length === 0) {
+          // A driver with no device (Mesa's Vulkan loader where only its CPU renderer, llvmpipe, is installed, which
+          // ggml does not use): the backend would run everything on the CPU while saying "vulkan".
+          await llama.dispose().catch(() => undefined);
+          throw new Error("the driver offers no GPU device");
+        }
         if (gpu === false && preference !== "cpu") {
           const why = skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ") || "none found";
           log?.(preference === "auto" ? "info" : "warn", `No usable ${preference === "auto" ? "GPU" : preference} backend (${why}); using the CPU.`);
