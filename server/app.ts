@@ -216,6 +216,17 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
             build: gpu.build ?? null,
           }
         : null,
+      // Prompt lookup's guesses since the server started (docs/api.md, "Speculation"); null without a model of
+      // the built-in engine's.
+      speculation:
+        status.model && status.model.speculation
+          ? {
+              mode: status.model.speculation,
+              drafted_tokens: deps.engineHost.usage.draftedTokens,
+              accepted_tokens: deps.engineHost.usage.acceptedDraftTokens,
+              acceptance_rate: deps.engineHost.usage.draftedTokens > 0 ? deps.engineHost.usage.acceptedDraftTokens / deps.engineHost.usage.draftedTokens : null,
+            }
+          : null,
       memory: { ram_total_bytes: totalmem(), ram_free_bytes: freemem() },
       requests: {
         active: queue.running,

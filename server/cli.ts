@@ -57,6 +57,7 @@ async function serve(argv: string[]): Promise<void> {
       upstream: { type: "string" },
       "upstream-key": { type: "string" },
       "upstream-affinity": { type: "string" },
+      speculation: { type: "string" },
     },
     strict: true,
   });

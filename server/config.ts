@@ -56,6 +56,8 @@ export interface ServeConfig {
   upstreams?: Array<{ url: string; key?: string }>;
   /** Prefix affinity over the upstreams' slots (--upstream-affinity on|off); undefined: on. Off: round-robin (bench:upstream compares them). */
   upstreamAffinity?: boolean;
+  /** Speculation (--speculation prompt-lookup|off / SVC_SPECULATION): prompt lookup's guesses checked as answers are written; undefined: on. */
+  speculation?: "prompt-lookup" | "off";
 }
 
 export const APP_NAME = "svc-desktop";
@@ -112,12 +114,21 @@ export type Flags = Partial<
     | "console-session-minutes"
     | "upstream"
     | "upstream-key"
-    | "upstream-affinity",
+    | "upstream-affinity"
+    | "speculation",
     string
   >
 > & { lan?: boolean };
 
 export class ConfigError extends Error {}
+
+function speculationSetting(value: string | undefined): ServeConfig["speculation"] {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "") return undefined;
+  if (v === "prompt-lookup" || v === "on") return "prompt-lookup";
+  if (v === "off") return "off";
+  throw new ConfigError(`--speculation must be prompt-lookup or off (got '${value}').`);
+}
 
 function intOption(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined || value === "") return undefined;
@@ -211,5 +222,6 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     streamWriteTimeoutMs: seconds("stream-write-timeout", pick("stream-write-timeout", "SVC_STREAM_WRITE_TIMEOUT")),
     upstreams: parseUpstreams(pick("upstream", "SVC_UPSTREAM"), pick("upstream-key", "SVC_UPSTREAM_KEY")),
     upstreamAffinity: onOff("upstream-affinity", pick("upstream-affinity", "SVC_UPSTREAM_AFFINITY")),
+    speculation: speculationSetting(pick("speculation", "SVC_SPECULATION")),
   };
 }

@@ -144,7 +144,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const warm = config.warmStart ?? store.settings.get(WARM_START_SETTING)?.value === "on";
   const warmStartMaxBytes = (config.warmStartMaxGb ?? 8) * 2 ** 30;
   const warmStart = warm ? { dir: warmStartDir(config.dataDir), maxBytes: warmStartMaxBytes } : undefined;
-  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, log };
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, speculation: config.speculation, log };
   const models = new ModelsService({
     store,
     dataDir: config.dataDir,

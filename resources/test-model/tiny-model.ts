@@ -94,8 +94,20 @@ export function buildVocab(seed = TINY_MODEL_SEED, scriptedString?: string): Tin
   };
 }
 
+/** How many characters the echo model's answer has (TinyModelOptions.echo). */
+export const ECHO_LENGTH = 60;
+
+/**
+ * The echo model's answer (TinyModelOptions.echo): ECHO_LENGTH printable ASCII characters, none a space, in
+ * a seeded order, each once. The tokenizer reads such text back into the very byte tokens the model wrote.
+ */
+export function echoChain(seed = TINY_MODEL_SEED): string {
+  const printable = Array.from({ length: 0x7e - 0x21 + 1 }, (_, i) => String.fromCharCode(0x21 + i));
+  return shuffled(printable, mulberry32(seed ^ 0xec40)).slice(0, ECHO_LENGTH).join("");
+}
+
 /** transitions[current][next] = logit. With `scriptedString`, the token holding it follows a quote above all. */
-export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED, scriptedString?: string): Float32Array[] {
+export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED, scriptedString?: string, echo = false): Float32Array[] {
   const random = mulberry32(seed ^ 0x5eed);
   const n = vocab.tokens.length;
   const byte = (ch: string) => vocab.id(`<0x${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}>`);
@@ -172,6 +184,19 @@ export function buildTransitions(vocab: TinyVocab, seed = TINY_MODEL_SEED, scrip
 
   // Where a grammar leaves a JSON string open, its first token is the scripted one (then the quote closes it).
   if (scriptedString !== undefined) rows[byte('"')]![vocab.id(scriptedString)] = 9;
+
+  if (echo) {
+    // The answer is echoChain(): the line the assistant's turn starts on, and a closed thought, lead to its
+    // first character, each character to the next, the last one ends the turn.
+    const chain = [...echoChain(seed)].map(byte);
+    for (const start of [rows[byte("\n")]!, rows[thinkEnd]!]) start[chain[0]!] = 12;
+    chain.forEach((c, i) => {
+      const row = base();
+      row[i + 1 < chain.length ? chain[i + 1]! : imEnd] = 8;
+      row[imEnd] = Math.max(row[imEnd]!, 3);
+      rows[c] = row;
+    });
+  }
   return rows;
 }
 
@@ -234,12 +259,18 @@ export interface TinyModelOptions {
    * as a model following an injected instruction would (bench:soak scripts a calculator bomb with it).
    */
   scriptedString?: string;
+  /**
+   * The echo model (speculation's tests and bench): its answer, after the thought if any, is echoChain()
+   * (ECHO_LENGTH printable characters, then the end of the turn), so a conversation that holds it once
+   * makes every guess of prompt lookup right. Everything else is the tiny model's.
+   */
+  echo?: boolean;
 }
 
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const seed = options.seed ?? TINY_MODEL_SEED;
   const vocab = buildVocab(seed, options.scriptedString);
-  const rows = buildTransitions(vocab, seed, options.scriptedString);
+  const rows = buildTransitions(vocab, seed, options.scriptedString, options.echo);
   const nVocab = vocab.tokens.length;
   const nEmbd = 384;
   const nHead = nEmbd / (options.headSize ?? 64);

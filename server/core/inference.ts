@@ -143,6 +143,12 @@ export interface Usage {
   completionTokens: number;
   /** A subset of completionTokens. */
   reasoningTokens: number;
+  /**
+   * Speculation: tokens guessed (prompt lookup) and checked while generating, and those of them the answer
+   * took, a subset of completionTokens. Absent where the engine does not guess.
+   */
+  draftedTokens?: number;
+  acceptedDraftTokens?: number;
 }
 
 /** One answer token and its log-probability under the model (docs/api.md, "Glassbox"). */
@@ -209,6 +215,12 @@ export interface Trace {
    * read in them and their facts (tokens null). Absent without images.
    */
   images?: { count: number; read_by: "vision" | "ocr"; tokens: number | null };
+  /**
+   * Speculation (docs/api.md, "Speculation"): tokens guessed from the conversation and checked in the steps
+   * that wrote the answer, and those of them the answer took. Absent where the engine does not guess
+   * (upstream inference servers, the vision path).
+   */
+  speculation?: { drafted_tokens: number; accepted_tokens: number };
 }
 
 export interface InferenceResult {

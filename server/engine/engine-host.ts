@@ -110,6 +110,9 @@ export interface UsageTotals {
   cachedTokens: number;
   completionTokens: number;
   reasoningTokens: number;
+  /** Speculation: tokens guessed and checked, and those of them the answers took (/health's acceptance rate). */
+  draftedTokens: number;
+  acceptedDraftTokens: number;
 }
 
 function addUsage(totals: UsageTotals, usage: EngineOutcome["usage"]): void {
@@ -118,6 +121,8 @@ function addUsage(totals: UsageTotals, usage: EngineOutcome["usage"]): void {
   totals.cachedTokens += usage.cachedTokens;
   totals.completionTokens += usage.completionTokens;
   totals.reasoningTokens += usage.reasoningTokens;
+  totals.draftedTokens += usage.draftedTokens ?? 0;
+  totals.acceptedDraftTokens += usage.acceptedDraftTokens ?? 0;
 }
 
 export interface HostOptions {
@@ -157,7 +162,7 @@ export interface HostTurn {
 }
 
 export class EngineHost {
-  readonly usage: UsageTotals = { generations: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+  readonly usage: UsageTotals = { generations: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, draftedTokens: 0, acceptedDraftTokens: 0 };
   private current: TrackedEngine | null = null;
   /** The file being loaded, while a load or switch runs. */
   private pending: string | null = null;

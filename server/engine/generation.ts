@@ -111,6 +111,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   /** Forced tokens queued by the current step; counted only if they are fed. */
   let pending = 0;
   let reasoningTokens = 0;
+  /** Speculation (slot-loop.ts): guessed tokens checked, and those of them the answer took. */
+  let draftedTokens = 0;
+  let acceptedDraftTokens = 0;
   let reasoning = "";
   let text = "";
   let textStarted = false;
@@ -329,6 +332,10 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
     for await (const sampled of iterator) {
       const token = sampled.token;
       if (signal.aborted) return;
+      if (sampled.speculation) {
+        draftedTokens += sampled.speculation.drafted;
+        if (sampled.speculation.accepted) acceptedDraftTokens++;
+      }
       if (!started) {
         started = true;
         yield { type: "start", mode: request.mode, promptTokens: setup.promptTokens.length, cachedTokens: setup.cachedTokens };
@@ -513,6 +520,8 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         cachedTokens: setup.cachedTokens,
         completionTokens: completion,
         reasoningTokens,
+        draftedTokens,
+        acceptedDraftTokens,
       },
       ...(probe ? { logprobs: contentLogprobs, scored } : {}),
     },

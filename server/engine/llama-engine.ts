@@ -80,7 +80,15 @@ export interface LlamaEngineOptions {
   projectorPath?: string;
   /** The engine build's token paths to take where the binaries have them; default: tokenPathsFromEnvironment(). */
   tokenPaths?: TokenPaths;
+  /** Speculation (--speculation); undefined: as tokenPaths (or the environment) says. */
+  speculation?: "prompt-lookup" | "off";
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
+}
+
+/** The token paths a load asks for: tokenPaths (or the environment's), with --speculation's choice over them. */
+function speculationPaths(options: LlamaEngineOptions): TokenPaths {
+  const paths = options.tokenPaths ?? tokenPathsFromEnvironment();
+  return options.speculation ? { ...paths, speculation: options.speculation !== "off" } : paths;
 }
 
 /**
@@ -345,8 +353,9 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, options.tokenPaths ?? tokenPathsFromEnvironment());
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, speculationPaths(options));
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
+      info.speculation = engine.loop.paths.speculation ? "prompt-lookup" : "off";
       if (options.projectorPath) await engine.startVision(options.projectorPath, options.log);
       if (options.warmStart)
         engine.warm = new WarmStart(

@@ -21,21 +21,25 @@ export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.free
 /**
  * The tokens that followed the latest earlier occurrence of the context's last n tokens (n from maxNgram
  * down to minNgram, the first n that matches), at most maxDraft of them; empty when nothing matches.
- * `context` is everything the sequence holds and has sampled, its last token the one about to be fed.
+ * `context` is everything the sequence holds and has sampled, its last token the one about to be fed; or,
+ * with `next`, the sequence's tokens and then `next` (the token about to be fed), without a copy.
  */
-export function promptLookupDraft(context: ArrayLike<number>, options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS): number[] {
-  const length = context.length;
+export function promptLookupDraft(context: ArrayLike<number>, options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS, next?: number): number[] {
+  const held = context.length;
+  const length = next === undefined ? held : held + 1;
+  const at = next === undefined ? (i: number) => context[i]! : (i: number) => (i < held ? context[i]! : next);
+  if (options.maxDraft <= 0) return [];
   for (let n = Math.min(options.maxNgram, length - 1); n >= options.minNgram; n--) {
     const tail = length - n;
     // The latest occurrence first: the nearest repetition is the likeliest to go on the same way.
     for (let start = tail - 1; start >= 0; start--) {
       let k = 0;
-      while (k < n && context[start + k] === context[tail + k]) k++;
+      while (k < n && at(start + k) === at(tail + k)) k++;
       if (k < n) continue;
       const from = start + n;
       const to = Math.min(from + options.maxDraft, length);
       const draft: number[] = [];
-      for (let i = from; i < to; i++) draft.push(context[i]!);
+      for (let i = from; i < to; i++) draft.push(at(i));
       if (draft.length > 0) return draft;
     }
   }

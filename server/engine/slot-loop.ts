@@ -39,6 +39,7 @@
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
+import { PROMPT_LOOKUP_DEFAULTS, promptLookupDraft } from "./prompt-lookup.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
 /**
@@ -63,6 +64,8 @@ interface Binding {
   initBatch(size: number): void;
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
+  /** Removes the sequence's cells in [start, end) from the KV cache (false where the cache cannot). */
+  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
   /** With probabilities or confidence asked for: [token, [token, probability, ...]?, confidence?]. */
   sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, number[]?, number?]>;
   /** Only in `svc engine build`'s binaries (resources/engine-native/solo-loop.cpp); see `solo` below. */
@@ -114,6 +117,14 @@ interface Track {
   /** Its sampler settings are the same for every token and nothing is reported with a token (`samplesAhead`). */
   fixed: boolean;
   configured: boolean;
+  /**
+   * Tokens a verification step sampled past the one it handed over (guesses the model agreed with, and the
+   * token after the last of them): yielded next, with no decode; all but the last are in the sequence.
+   */
+  accepted: SampledToken[];
+  /** Speculation's back-off: verifications in a row that accepted no guess, and tokens to go before the next guess. */
+  misses: number;
+  wait: number;
 }
 
 /**
@@ -127,6 +138,11 @@ interface Track {
 interface Ahead {
   track: Track;
   token: Token;
+  /**
+   * Speculation: the tokens guessed to follow `token` (prompt lookup), decoded with it in one step; its
+   * sampling then checks them in order (see `verify`). Empty: a plain step.
+   */
+  draft: Token[];
   /** Its dispatch let the context go without sampling it: its logits are gone. */
   stale: boolean;
   sampled: boolean;
@@ -187,15 +203,30 @@ export const SOLO_DELIVER_MS = 16;
 export interface TokenPaths {
   solo: boolean;
   stepSampling: boolean;
+  /** Prompt-lookup speculation (issue 44): guessed tokens checked in the step that decodes a sampled token. */
+  speculation: boolean;
 }
 
 /**
  * The paths asked for at load: all, unless `SVC_SOLO_LOOP=0` or `SVC_STEP_SAMPLING=0` (to compare them with
- * the token-by-token path), read here once, never per call.
+ * the token-by-token path) or `SVC_SPECULATION=off` (`svc serve --speculation off`), read here once, never per call.
  */
 export function tokenPathsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TokenPaths {
-  return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0" };
+  const speculation = (env.SVC_SPECULATION ?? "").trim().toLowerCase();
+  return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0", speculation: speculation !== "off" && speculation !== "0" };
 }
+
+/**
+ * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
+ * shared among the evaluations on the loop (8 each for one or two, 4 each for four), so that the steps of
+ * several streams do not grow into a prompt's batch.
+ */
+export const SPECULATION_BATCH_GUESSES = 16;
+/**
+ * And when its guesses fail: after a verification that accepted none, a sequence makes no guess for the next
+ * 2, 4, 8, ... tokens (at most this many), until one is accepted again.
+ */
+export const SPECULATION_MAX_WAIT = 64;
 
 /** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
 function budget(track: Track): number {
@@ -296,6 +327,7 @@ export class SlotLoop {
     this.paths = {
       solo: this.available && paths.solo && typeof binding?.runSolo === "function",
       stepSampling: this.available && paths.stepSampling && typeof binding?.decodeBatchAndSample === "function",
+      speculation: this.available && paths.speculation && typeof binding?.removeTokenCellsFromSequence === "function",
     };
   }
 
@@ -305,7 +337,11 @@ export class SlotLoop {
       return needsCheckpoints(this.model, this.context)
         ? "node-llama-cpp's evaluate for every token (the model needs context checkpoints)"
         : "node-llama-cpp's evaluate for every token (its binding lacks the slot loop's shapes)";
-    const extras = [this.paths.solo ? "solo runs" : "", this.paths.stepSampling ? "sampling in the decode's job" : ""].filter(Boolean);
+    const extras = [
+      this.paths.solo ? "solo runs" : "",
+      this.paths.stepSampling ? "sampling in the decode's job" : "",
+      this.paths.speculation ? "prompt-lookup speculation" : "",
+    ].filter(Boolean);
     return `the slot loop${extras.length ? ` with ${extras.join(" and ")}` : ""}`;
   }
 
@@ -332,7 +368,21 @@ export class SlotLoop {
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
-    const track: Track = { sequence: internals, sampler, options, metadata, more, signal, ahead: null, closed: false, fixed: samplesAhead(options, metadata), configured: false };
+    const track: Track = {
+      sequence: internals,
+      sampler,
+      options,
+      metadata,
+      more,
+      signal,
+      ahead: null,
+      closed: false,
+      fixed: samplesAhead(options, metadata),
+      configured: false,
+      accepted: [],
+      misses: 0,
+      wait: 0,
+    };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
     // Counted from here, prompt included: a solo run under way ends as this evaluation starts.
@@ -347,6 +397,13 @@ export class SlotLoop {
         feed = feed.slice(-1);
       }
       while (true) {
+        const verified = track.accepted.shift();
+        if (verified) {
+          // Checked by a verification step already (guesses the model agreed with): no decode to wait for.
+          yield verified;
+          feed = [verified.token];
+          continue;
+        }
         const ahead = track.ahead;
         track.ahead = null;
         let sampled = ahead && !ahead.stale ? await this.sampleAhead(ahead) : null;
@@ -374,6 +431,13 @@ export class SlotLoop {
       this.live--;
       track.closed = true;
       if (track.ahead) await this.drop(track.ahead);
+      if (track.accepted.length > 0) {
+        // The generation stopped before taking the verified tokens: those of them in the sequence (all but the
+        // last), and the one it took last, come out again, leaving the sequence as a token-by-token answer would.
+        const end = internals._nextTokenIndex;
+        await sequence.eraseContextTokenRanges([{ start: end - track.accepted.length, end }]);
+        track.accepted = [];
+      }
       sampler.dispose();
     }
   }
@@ -382,7 +446,21 @@ export class SlotLoop {
   async read(sequence: LlamaContextSequence, tokens: Token[]): Promise<void> {
     if (tokens.length === 0) return;
     if (!this.available) return sequence.evaluateWithoutGeneratingNewTokens(tokens);
-    const track: Track = { sequence: sequence as unknown as SequenceInternals, sampler: null, options: {}, metadata: {}, more: () => 0, signal: undefined, ahead: null, closed: false, fixed: true, configured: true };
+    const track: Track = {
+      sequence: sequence as unknown as SequenceInternals,
+      sampler: null,
+      options: {},
+      metadata: {},
+      more: () => 0,
+      signal: undefined,
+      ahead: null,
+      closed: false,
+      fixed: true,
+      configured: true,
+      accepted: [],
+      misses: 0,
+      wait: 0,
+    };
     this.live++;
     this.soloInterrupt?.();
     try {
@@ -408,7 +486,9 @@ export class SlotLoop {
       this.pendingAhead.length === 0 &&
       feed.length <= MAX_STEP_FEED &&
       track.fixed &&
-      track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1
+      track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1 &&
+      // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens.
+      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft: 1 }, feed[0]).length > 0)
     );
   }
 
@@ -484,6 +564,8 @@ export class SlotLoop {
           continue;
         }
         const token = sampled[taken++]!;
+        // Speculation's back-off counts these tokens too.
+        if (track.wait > 0) track.wait--;
         yield { token };
         // The generation asks for its next token; `more` says how many it could take after that one.
         binding.soloAsk(taken + 1, budget(track));
@@ -539,8 +621,9 @@ export class SlotLoop {
     this.wakeAskWaiter();
     await ahead.settled;
     if (ahead.position >= 0 && !ahead.sampled) {
+      // The token and any guesses decoded with it.
       const sequence = ahead.track.sequence as unknown as LlamaContextSequence;
-      await sequence.eraseContextTokenRanges([{ start: ahead.position, end: ahead.position + 1 }]);
+      await sequence.eraseContextTokenRanges([{ start: ahead.position, end: ahead.position + 1 + ahead.draft.length }]);
     }
   }
 
@@ -588,7 +671,7 @@ export class SlotLoop {
         });
         aheads = this.pendingAhead.splice(0);
         if (feeds.length === 0 && aheads.length === 0) return;
-        let room = Math.max(0, this.context.batchSize - aheads.length);
+        let room = Math.max(0, this.context.batchSize - aheads.reduce((n, a) => n + 1 + a.draft.length, 0));
         const steps = feeds.filter((f) => f.tokens.length <= MAX_STEP_FEED);
         const prompts = feeds.filter((f) => f.tokens.length > MAX_STEP_FEED);
         for (const feed of [...steps, ...prompts]) {
@@ -599,20 +682,23 @@ export class SlotLoop {
         }
         const entries = [
           ...taken.map(({ feed, count }) => ({ track: feed.track, tokens: feed.tokens.slice(0, count), feed, ahead: null as Ahead | null, samples: feed.sample && count === feed.tokens.length })),
-          ...aheads.map((ahead) => ({ track: ahead.track, tokens: [ahead.token], feed: null as Feed | null, ahead, samples: true })),
+          ...aheads.map((ahead) => ({ track: ahead.track, tokens: [ahead.token, ...ahead.draft], feed: null as Feed | null, ahead, samples: true })),
         ].sort((a, b) => a.track.sequence._sequenceId - b.track.sequence._sequenceId);
         const binding = (this.context as unknown as { _ctx: Binding })._ctx;
         binding.initBatch(entries.reduce((n, e) => n + e.tokens.length, 0));
-        const logits = entries.map((e) =>
-          e.samples
-            ? binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.tokens), Uint32Array.of(e.tokens.length - 1))[0]!
-            : (binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.tokens), new Uint32Array(0)), -1),
-        );
-        const sampling = entries.map((e, i) => ({ ...e, logit: logits[i]! })).filter((e) => e.samples);
+        // The logits sampled: a feed's last position; a token decoded ahead with guesses, every position (verify).
+        const logits = entries.map((e) => {
+          const drafted = e.ahead !== null && e.ahead.draft.length > 0;
+          const wanted = !e.samples ? new Uint32Array(0) : drafted ? Uint32Array.from(e.tokens, (_, i) => i) : Uint32Array.of(e.tokens.length - 1);
+          return binding.addToBatch(e.track.sequence._sequenceId, e.track.sequence._nextTokenIndex, Uint32Array.from(e.tokens), wanted);
+        });
+        const sampling = entries.map((e, i) => ({ ...e, logit: logits[i]![0] ?? -1, positions: logits[i]! })).filter((e) => e.samples);
         // With `svc engine build`'s binaries, the tokens are sampled in the decode's own job when every
         // track's settings allow sampling before the ask: one trip through the libuv pool a step instead of
-        // one for the decode and one for each sampling (docs/performance.md, section 17).
-        const presample = this.paths.stepSampling && sampling.length > 0 && sampling.every((e) => e.track.fixed);
+        // one for the decode and one for each sampling (docs/performance.md, section 17). Not with guesses to
+        // check, which are sampled position by position once asked for (verify).
+        const presample =
+          this.paths.stepSampling && sampling.length > 0 && sampling.every((e) => e.track.fixed && (e.ahead === null || e.ahead.draft.length === 0));
         let presampled: number[] | null = null;
         try {
           if (presample) {
@@ -636,12 +722,13 @@ export class SlotLoop {
         // ahead together.)
         await this.awaitAsks(aheads);
         const sampled = await Promise.all(
-          sampling.map(async (e, i): Promise<SampledToken | null> => {
+          sampling.map(async (e, i): Promise<SampledToken | SampledToken[] | null> => {
             // A token decoded ahead whose generation dropped it or has not asked yet is not handed over.
             const unasked = e.ahead !== null && (e.ahead.dropped || e.ahead.ask === null);
             if (presampled === null) {
               if (unasked) return null;
               configure(e.track);
+              if (e.ahead !== null && e.ahead.draft.length > 0) return this.verify(binding, e.track, e.ahead.draft, e.positions);
               return sampledFrom(await binding.sampleToken(e.logit, e.track.sampler, e.track.metadata.probabilities === true, e.track.metadata.confidence === true));
             }
             // Sampled already: kept for an ask still to come (sampleAhead), neither handed over nor decoded
@@ -651,16 +738,26 @@ export class SlotLoop {
           }),
         );
         sampling.forEach((e, i) => {
-          const token = sampled[i];
-          if (token == null) return;
+          const result = sampled[i];
+          if (result == null) return;
           if (e.ahead) e.ahead.sampled = true;
+          if (Array.isArray(result)) {
+            // A verification: the first token goes to the ask, the others wait on the track (yielded next);
+            // the guesses after the last one the model agreed with come out of the sequence now, in the lock.
+            if (!this.keepVerified(binding, e.track, e.ahead!.position + result.length)) {
+              e.ahead!.ask!.reject(new Error("llama.cpp could not take the rejected guesses out of the sequence."));
+              return;
+            }
+            e.track.accepted = result.slice(1);
+          }
+          const token = Array.isArray(result) ? result[0]! : result;
           if (token.token === -1) {
             const err = new Error("llama.cpp could not sample the next token.");
             if (e.feed) e.feed.reject(err);
             else e.ahead!.ask!.reject(err);
             return;
           }
-          this.decodeAhead(e.track, token.token);
+          this.decodeAhead(e.track, (e.track.accepted.at(-1) ?? token).token, e.track.accepted.length);
           deliveries.push(e.feed ? () => e.feed!.resolve(token) : () => e.ahead!.ask!.resolve(token));
         });
         // Reads done: handed back with the tokens.
@@ -705,21 +802,99 @@ export class SlotLoop {
     this.askArrived = null;
   }
 
+  /**
+   * Checks a token's guesses (its ahead's draft, decoded with it): samples the position after the token, and
+   * while the sample is the guess there (and not an end of generation), the position after that guess, and so
+   * on. Every sample is the one the token-by-token path would draw at that point (the same logits, the same
+   * sampler, its draws in the same order), so greedy answers are the same and sampled ones follow the model's
+   * distribution: a guess is kept exactly when the model would have written it. Returns the tokens sampled,
+   * the last one not a kept guess (a token of the model's own, or the one after the last guess); the
+   * sequence keeps its token and the guesses before that last one (keepVerified).
+   */
+  private async verify(binding: Binding, track: Track, draft: Token[], positions: Uint32Array): Promise<SampledToken[]> {
+    const out: SampledToken[] = [];
+    for (let i = 0; i <= draft.length; i++) {
+      const result = await binding.sampleToken(positions[i]!, track.sampler);
+      const token = (typeof result === "number" ? result : result[0]) as Token;
+      if (token === -1) {
+        if (i === 0) out.push({ token });
+        break;
+      }
+      const kept = i < draft.length && token === draft[i] && !this.model.isEogToken(token);
+      out.push({ token, speculation: { drafted: i === 0 ? draft.length : 0, accepted: kept } });
+      if (!kept) break;
+    }
+    // Sampling failed after a kept guess: that guess is the last token then, fed again like any other.
+    const last = out.at(-1)!;
+    if (last.speculation?.accepted) last.speculation = { drafted: last.speculation.drafted, accepted: false };
+    const accepted = out.filter((t) => t.speculation?.accepted).length;
+    if (accepted > 0) track.misses = 0;
+    else {
+      track.misses++;
+      track.wait = Math.min(SPECULATION_MAX_WAIT, 2 ** track.misses);
+    }
+    return out;
+  }
+
+  /**
+   * After a verification, inside the lock: the sequence keeps its positions before `end` (the token and the
+   * guesses kept) and the rest of the guesses come out, as node-llama-cpp's own erase of a sequence's tail
+   * does (the cells, its token record, its next position). False where llama.cpp could not remove them.
+   */
+  private keepVerified(binding: Binding, track: Track, end: number): boolean {
+    const sequence = track.sequence;
+    const next = sequence._nextTokenIndex;
+    if (end >= next) return true;
+    if (!binding.removeTokenCellsFromSequence(sequence._sequenceId, end, next)) return false;
+    sequence._contextTokens.splice(end - (next - sequence._contextTokens.length));
+    sequence._nextTokenIndex = end;
+    return true;
+  }
+
+  /**
+   * Speculation: the tokens prompt lookup guesses to follow `token` in the sequence (promptLookupDraft), at
+   * most `limit` and the track's share of SPECULATION_BATCH_GUESSES; none where the track's sampler settings
+   * change from token to token or report something with each (a grammar, penalties, token probabilities: the
+   * sampling of a guessed position must be the one the token-by-token path would make), or while its back-off
+   * waits.
+   */
+  private guess(track: Track, token: Token, limit: number): Token[] {
+    if (!this.paths.speculation || !track.fixed || track.sampler === null) return [];
+    if (track.wait > 0) {
+      track.wait--;
+      return [];
+    }
+    const share = Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, this.live));
+    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, share, limit);
+    if (maxDraft <= 0) return [];
+    return promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft }, token) as Token[];
+  }
+
   private wakeAskWaiter(): void {
     const wake = this.askArrived;
     this.askArrived = null;
     wake?.();
   }
 
-  /** Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it. */
-  private decodeAhead(track: Track, token: Token): void {
-    if (track.closed || this.model.isEogToken(token) || track.more() <= 0) return;
-    if (track.sequence._nextTokenIndex + 1 >= this.context.contextSize - 1) return;
+  /**
+   * Queues the decode of a just-sampled token for its sequence, unless the generation cannot go on with it;
+   * with speculation, with the tokens guessed to follow it. `handed`: tokens sampled before this one that the
+   * generation has yet to take (a verification's), which its budget (`more`) does not count yet.
+   */
+  private decodeAhead(track: Track, token: Token, handed = 0): void {
+    const more = track.more() - handed;
+    if (track.closed || this.model.isEogToken(token) || more <= 0) return;
+    const room = this.context.contextSize - 2 - (track.sequence._nextTokenIndex + 1);
+    if (room < 0) return;
+    const draft = this.guess(track, token, Math.min(more - 1, room));
+    // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
+    if (draft.length === 0 && this.paths.speculation && this.paths.solo && this.live === 1 && track.fixed && track.accepted.length === 0) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {
       track,
       token,
+      draft,
       stale: false,
       sampled: false,
       dropped: false,

@@ -27,6 +27,12 @@ export interface SampledToken {
    * server): taken as they are.
    */
   score?: TokenScore;
+  /**
+   * Speculation (slot-loop.ts), on the tokens of a step that checked guessed tokens: `drafted`, on the
+   * step's first token, how many guesses it checked (0 on the others); `accepted`, the token is a guess the
+   * model agreed with.
+   */
+  speculation?: { drafted: number; accepted: boolean };
 }
 
 export interface TokenScore {

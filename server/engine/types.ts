@@ -60,6 +60,12 @@ export interface EngineUsage {
   cacheWriteTokens?: number;
   completionTokens: number;
   reasoningTokens: number;
+  /**
+   * Speculation (slot-loop.ts): tokens guessed and checked while generating, and those of them the answer
+   * took (each a completion token that cost no step of its own). Absent from engines that do not guess.
+   */
+  draftedTokens?: number;
+  acceptedDraftTokens?: number;
 }
 
 export interface EngineOutcome {
@@ -130,6 +136,8 @@ export interface LoadedModelInfo {
    * and context per slot, the model file it names, and why it is drained. Absent for the built-in engine.
    */
   upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
+  /** Speculation (slot-loop.ts): prompt lookup's guesses checked as the answers are written, or off. Absent upstream. */
+  speculation?: "prompt-lookup" | "off";
   /** The vision projector loaded beside the model (images go to the model); null or absent: text only. */
   vision?: { projector: string } | null;
 }

@@ -324,6 +324,8 @@ async function finishResult(request: InferenceRequest, outcome: EngineOutcome, l
     // With a vision model: every image it saw (scanned pages and keyframes included); else the image parts.
     const images = outcome.vision?.images ?? countImages(request.messages);
     if (images > 0) result.trace.images = { count: images, read_by: outcome.vision ? "vision" : "ocr", tokens: outcome.vision?.imageTokens ?? null };
+    if (outcome.usage.draftedTokens !== undefined)
+      result.trace.speculation = { drafted_tokens: outcome.usage.draftedTokens, accepted_tokens: outcome.usage.acceptedDraftTokens ?? 0 };
   }
   return result;
 }

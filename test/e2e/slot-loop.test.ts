@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
-import { AHEAD_WAIT_MS, SlotLoop } from "../../server/engine/slot-loop.js";
+import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 
 let dir: string;
@@ -37,6 +37,11 @@ async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (
   }
   return out;
 }
+
+// The tests that count batches and decodes describe one token a step: speculation's steps (several tokens
+// each, test/e2e/speculation.test.ts) are off there. The others run with it, as the server does, and still
+// give evaluate's tokens.
+const withoutGuesses = { ...tokenPathsFromEnvironment(), speculation: false };
 
 const idOf = (s: LlamaContextSequence) => (s as unknown as { _sequenceId: number })._sequenceId;
 const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
@@ -72,7 +77,7 @@ describe("SlotLoop", () => {
       alone.push(await take(new SlotLoop(context, model).evaluate(s, prompt(text), {}, options), 30));
       s.dispose();
     }
-    const loop = new SlotLoop(context, model);
+    const loop = new SlotLoop(context, model, withoutGuesses);
     const batches: Array<Array<{ id: number; tokens: number }>> = [];
     const undo = spyOnBinding(context, (method, args) => {
       if (method === "initBatch") batches.push([]);
@@ -95,7 +100,7 @@ describe("SlotLoop", () => {
   });
 
   it("decodes each sampled token ahead, before its generation asks, and takes it back out when the generation stops", async () => {
-    const loop = new SlotLoop(context, model);
+    const loop = new SlotLoop(context, model, withoutGuesses);
     const s = context.getSequence();
     const decodes: number[] = [];
     const undo = spyOnBinding(context, (method, args) => {
@@ -120,7 +125,7 @@ describe("SlotLoop", () => {
   });
 
   it("does not decode ahead the token a generation's budget ends with", async () => {
-    const loop = new SlotLoop(context, model);
+    const loop = new SlotLoop(context, model, withoutGuesses);
     const s = context.getSequence();
     let decodes = 0;
     const undo = spyOnBinding(context, (method) => {
@@ -141,7 +146,7 @@ describe("SlotLoop", () => {
   });
 
   it("a generation slower than the batch waits for decodes its token again, with the same answer and state", async () => {
-    const loop = new SlotLoop(context, model);
+    const loop = new SlotLoop(context, model, withoutGuesses);
     const ours = context.getSequence();
     const theirs = context.getSequence();
     const options = { temperature: 0, yieldEogToken: true };
@@ -234,7 +239,7 @@ describe("SlotLoop", () => {
   it("reads a prompt longer than a batch in chunks, beside the steps of a generating sequence", async () => {
     const small = await model.createContext({ contextSize: 1024, sequences: 3, threads: 1, batchSize: 64 });
     try {
-      const loop = new SlotLoop(small, model);
+      const loop = new SlotLoop(small, model, withoutGuesses);
       const batches: Array<Array<{ id: number; tokens: number; logits: number }>> = [];
       const undo = spyOnBinding(small, (method, args) => {
         if (method === "initBatch") batches.push([]);
@@ -276,7 +281,7 @@ describe("SlotLoop", () => {
   it("ends an evaluation whose request is aborted within a batch, even in the middle of its prompt", async () => {
     const small = await model.createContext({ contextSize: 1024, sequences: 1, threads: 1, batchSize: 32 });
     try {
-      const loop = new SlotLoop(small, model);
+      const loop = new SlotLoop(small, model, withoutGuesses);
       const s = small.getSequence();
       const longPrompt = prompt(Array.from({ length: 60 }, (_, i) => `word${i}`).join(" "));
       const controller = new AbortController();

@@ -65,6 +65,7 @@ type RunFacts = { runs: number; longest: number; sampled: number; deliveries: nu
 type SoloFacts = { build: string } & Partial<
   Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled" | "together", Record<string, unknown>> & {
       slowTogether: { slowSteps: number; [fact: string]: unknown };
+      speculation: { paths: Record<string, boolean> } & Record<"greedy" | "seeded", { sameTokens: boolean; sameState: boolean; drafted: number; accepted: number }>;
     }
 >;
 function soloSteps(): SoloFacts {
@@ -185,6 +186,12 @@ describe("svc engine build", () => {
     // A reader that stalls after 5 tokens lets the context go; what was decoded past its 4th token is taken
     // out again (the 5th and those after it, sampled ahead).
     expect(solo.stalled).toEqual({ outcome: "read", next: 4 });
+    // Speculation beside the build's paths (issue 44): evaluate's tokens and state, greedy and seeded, where
+    // the answer repeats the conversation, with guesses checked on the way.
+    expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
+    expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
+    expect(solo.speculation!.seeded).toMatchObject({ sameTokens: true, sameState: true });
+    expect(solo.speculation!.greedy.drafted).toBeGreaterThan(0);
 
     if (!hadBuild) {
       expect(threadsBefore.build).toBe("prebuilt");

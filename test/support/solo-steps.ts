@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
-import { AHEAD_WAIT_MS, SlotLoop } from "../../server/engine/slot-loop.js";
+import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { spyOnBinding } from "./binding-spy.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-solo-"));
@@ -78,7 +78,10 @@ const counted = async <T>(run: () => Promise<T>): Promise<{ value: T; calls: Rec
   const runs = { runs: samplesPerRun.length, longest: Math.max(0, ...samplesPerRun), sampled: samplesPerRun.reduce((a, b) => a + b, 0), deliveries };
   return { value, calls: { ...calls }, runs };
 };
-const loop = new SlotLoop(context, model);
+// The counts below describe one token a step: speculation (several a step) is off there, and on in its own
+// block at the end.
+const withoutGuesses = { ...tokenPathsFromEnvironment(), speculation: false };
+const loop = new SlotLoop(context, model, withoutGuesses);
 const greedy: SequenceEvaluateOptions = { temperature: 0, yieldEogToken: true };
 const results: Record<string, unknown> = { build: "local" };
 
@@ -168,7 +171,7 @@ const results: Record<string, unknown> = { build: "local" };
     aloneState.push(after(s, text));
     s.dispose();
   }
-  const batched = new SlotLoop(context, model);
+  const batched = new SlotLoop(context, model, withoutGuesses);
   await sequencesFree(3);
   const seqs = texts.map(() => context.getSequence());
   const a = await counted(() => Promise.all(texts.map((text, i) => take(batched.evaluate(seqs[i]!, prompt(text), {}, greedy), 40))));
@@ -225,6 +228,38 @@ const results: Record<string, unknown> = { build: "local" };
   const a = await counted(() => take(loop.evaluate(s, prompt("penalties"), {}, options), 20, () => undefined));
   results.penalties = { runs: a.runs.runs, samplings: a.calls.sampleToken ?? 0 };
   s.dispose();
+}
+
+{
+  // Speculation beside the build's paths: an answer that repeats the conversation (the model's own greedy
+  // answer, twice, then the question again) gives evaluate's tokens and state, greedy and seeded.
+  await sequencesFree(2);
+  const guessing = new SlotLoop(context, model, { solo: true, stepSampling: true, speculation: true });
+  const head = prompt("say it again");
+  const first = context.getSequence();
+  const answer = await take(first.evaluateWithMetadata(head, {}, greedy), 60);
+  first.dispose();
+  const echo = [...head, ...answer, ...answer, ...head];
+  const facts: Record<string, unknown> = { paths: guessing.paths };
+  for (const [name, options] of [["greedy", greedy], ["seeded", { temperature: 0.9, seed: 11, yieldEogToken: true }]] as const) {
+    await sequencesFree(2);
+    const ours = context.getSequence();
+    const theirs = context.getSequence();
+    let drafted = 0;
+    let accepted = 0;
+    const a: Token[] = [];
+    for await (const t of guessing.evaluate(ours, echo, {}, options)) {
+      a.push(t.token);
+      drafted += t.speculation?.drafted ?? 0;
+      if (t.speculation?.accepted) accepted++;
+      if (a.length === 100) break;
+    }
+    const b = await take(theirs.evaluateWithMetadata(echo, {}, options), 100);
+    facts[name] = { sameTokens: same(a, b), sameState: state(ours) === state(theirs), drafted, accepted };
+    ours.dispose();
+    theirs.dispose();
+  }
+  results.speculation = facts;
 }
 
 console.log(JSON.stringify(results));

@@ -27,3 +27,13 @@ describe("promptLookupDraft", () => {
     expect(promptLookupDraft([7, 8, 7, 8, 7, 8], { maxNgram: 2, minNgram: 2, maxDraft: 5 })).toEqual([7, 8]);
   });
 });
+
+describe("promptLookupDraft with the next token apart", () => {
+  it("reads the context and then the token about to be fed, as one sequence", () => {
+    const held = [1, 2, 3, 4, 5, 9, 2];
+    expect(promptLookupDraft(held, { maxNgram: 2, minNgram: 2, maxDraft: 8 }, 3)).toEqual(promptLookupDraft([...held, 3], { maxNgram: 2, minNgram: 2, maxDraft: 8 }));
+    expect(promptLookupDraft(held, { maxNgram: 2, minNgram: 2, maxDraft: 8 }, 3)).toEqual([4, 5, 9, 2, 3]);
+    expect(promptLookupDraft([], { maxNgram: 2, minNgram: 1, maxDraft: 8 }, 3)).toEqual([]);
+    expect(promptLookupDraft(held, { maxNgram: 2, minNgram: 2, maxDraft: 0 }, 3)).toEqual([]);
+  });
+});

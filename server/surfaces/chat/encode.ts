@@ -50,7 +50,13 @@ export function encodeChatUsage(result: InferenceResult) {
     // Present when reasoning ran; already counted inside completion_tokens.
     ...(result.mode === "thinking" ? { reasoning_tokens: u.reasoningTokens } : {}),
     prompt_tokens_details: { cached_tokens: u.cachedTokens },
-    completion_tokens_details: { reasoning_tokens: u.reasoningTokens },
+    // OpenAI's Predicted Outputs fields, for speculation's guesses (docs/api.md, "Speculation"): guessed tokens
+    // the answer took, and those checked and not taken.
+    completion_tokens_details: {
+      reasoning_tokens: u.reasoningTokens,
+      accepted_prediction_tokens: u.acceptedDraftTokens ?? 0,
+      rejected_prediction_tokens: (u.draftedTokens ?? 0) - (u.acceptedDraftTokens ?? 0),
+    },
   };
 }
 

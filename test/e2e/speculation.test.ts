@@ -1,0 +1,189 @@
+// Speculation in the slot loop (issue 44): prompt lookup's guesses are decoded with the sampled token and
+// checked position by position, and a guess is kept exactly when the model would have written it. So the
+// tokens are the same with speculation on and off (greedy, and sampled with a seed: the draws come in the
+// same order), the sequence is left as the token-by-token path leaves it wherever the generation stops, and
+// on an answer that repeats its prompt most steps confirm several tokens at once.
+//
+// The tiny test model is a first-order Markov chain (its next token depends on the current one only), so a
+// prompt holding its own greedy answer makes every guess right: acceptance is high by construction.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ensurePeerModel } from "../../bench/peer-model.js";
+import { SlotLoop } from "../../server/engine/slot-loop.js";
+import type { SampledToken } from "../../server/engine/token-probabilities.js";
+import { spyOnBinding } from "../support/binding-spy.js";
+
+let dir: string;
+let tiny: { model: LlamaModel; context: LlamaContext };
+let random: { model: LlamaModel; context: LlamaContext };
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "svc-spec-"));
+  const llama = await getLlama({ build: "never", gpu: false });
+  const tinyModel = await llama.loadModel({ modelPath: inject("tinyModelPath") });
+  tiny = { model: tinyModel, context: await tinyModel.createContext({ contextSize: 2048, sequences: 2, threads: 1 }) };
+  const randomPath = ensurePeerModel(join(dir, "random.gguf"), { nEmbd: 64, nLayers: 1, nHead: 2, nFf: 64, contextLength: 4096, seed: 20 });
+  const randomModel = await llama.loadModel({ modelPath: randomPath });
+  random = { model: randomModel, context: await randomModel.createContext({ contextSize: 2048, sequences: 2, threads: 1 }) };
+});
+afterAll(async () => {
+  for (const m of [tiny, random]) {
+    await m?.context.dispose();
+    await m?.model.dispose();
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const paths = (speculation: boolean) => ({ solo: false, stepSampling: false, speculation });
+const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
+
+/** Up to n tokens, each with what speculation says of it; with a model, up to its end of generation too (included). */
+async function take(tokens: AsyncIterable<SampledToken>, n: number, model?: LlamaModel): Promise<SampledToken[]> {
+  const out: SampledToken[] = [];
+  for await (const t of tokens) {
+    out.push(t);
+    if (out.length === n || model?.isEogToken(t.token)) break;
+  }
+  return out;
+}
+
+/** Runs one evaluation on a fresh sequence, counting the decodes; the sequence's state after it. */
+async function run(
+  on: { model: LlamaModel; context: LlamaContext },
+  speculation: boolean,
+  prompt: Token[],
+  options: SequenceEvaluateOptions,
+  n: number,
+): Promise<{ tokens: Token[]; sampled: SampledToken[]; decodes: number; state: ReturnType<typeof state> }> {
+  const loop = new SlotLoop(on.context, on.model, paths(speculation));
+  expect(loop.paths.speculation).toBe(speculation);
+  const sequence = on.context.getSequence();
+  let decodes = 0;
+  const undo = spyOnBinding(on.context, (method) => {
+    if (method === "decodeBatch") decodes++;
+  });
+  try {
+    const sampled = await take(loop.evaluate(sequence, prompt, {}, { ...options, yieldEogToken: true }), n, on.model);
+    // The erase after a stop runs in the evaluation's finally, before take() returns.
+    return { tokens: sampled.map((t) => t.token), sampled, decodes, state: state(sequence) };
+  } finally {
+    undo();
+    sequence.dispose();
+  }
+}
+
+describe("speculation (prompt lookup) in the slot loop", () => {
+  it("on an answer that repeats its prompt: the same greedy tokens in far fewer decodes, every guess kept", async () => {
+    const { model } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    expect(first.tokens.length).toBeGreaterThan(8);
+    expect(model.isEogToken(first.tokens.at(-1)!)).toBe(true);
+    // The same turn again, after a conversation that holds it once: the answer is the chain seen before.
+    const echo = [...head, ...first.tokens, ...head];
+    const off = await run(tiny, false, echo, { temperature: 0 }, 40);
+    const on = await run(tiny, true, echo, { temperature: 0 }, 40);
+    expect(off.tokens).toEqual(first.tokens);
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.state).toEqual(off.state);
+    const drafted = on.sampled.reduce((n, t) => n + (t.speculation?.drafted ?? 0), 0);
+    const accepted = on.sampled.filter((t) => t.speculation?.accepted).length;
+    expect(accepted).toBeGreaterThan(on.tokens.length / 2);
+    // Every guess was right but those past the end of the turn (the chain ends there; what followed it in the
+    // prompt is not the model's).
+    expect(drafted - accepted).toBeLessThanOrEqual(8);
+    expect(off.decodes).toBe(on.tokens.length);
+    expect(on.decodes).toBeLessThanOrEqual(Math.ceil(off.decodes / 3));
+    expect(off.sampled.every((t) => t.speculation === undefined)).toBe(true);
+  });
+
+  it("a generation that stops among verified tokens leaves the sequence as the token-by-token path does", async () => {
+    const { model } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const echo = [...head, ...first.tokens, ...head];
+    for (const n of [1, 2, 3, 5, 8]) {
+      const off = await run(tiny, false, echo, { temperature: 0 }, n);
+      const on = await run(tiny, true, echo, { temperature: 0 }, n);
+      expect(on.tokens).toEqual(off.tokens);
+      expect(on.state, `stopped after ${n}`).toEqual(off.state);
+      expect(on.state).toEqual({ next: echo.length + n - 1, tokens: [...echo, ...off.tokens.slice(0, -1)] });
+    }
+  });
+
+  it("sampled with a seed: the same tokens with speculation on and off (a guess is kept only when drawn)", async () => {
+    for (const on of [tiny, random]) {
+      const { model } = on;
+      const head = model.tokenize("<|im_start|>user\nwrite something<|im_end|>\n<|im_start|>assistant\n", true);
+      const greedy = await run(on, false, head, { temperature: 0 }, 60);
+      const prompt = [...head, ...greedy.tokens, ...greedy.tokens, ...head];
+      for (const seed of [1, 2, 3]) {
+        const options = { temperature: 0.8, topK: 40, topP: 0.95, seed };
+        const off = await run(on, false, prompt, options, 80);
+        const spec = await run(on, true, prompt, options, 80);
+        expect(spec.tokens, `seed ${seed}`).toEqual(off.tokens);
+        expect(spec.state).toEqual(off.state);
+      }
+    }
+  });
+
+  it("greedy on a random model: the same tokens and state; guesses that fail make the sequence wait before guessing again", async () => {
+    const { model } = random;
+    const prompt = model.tokenize("<|im_start|>user\nthe quick brown fox jumps over the lazy dog, the quick brown fox<|im_end|>\n<|im_start|>assistant\n", true);
+    const off = await run(random, false, prompt, { temperature: 0 }, 200);
+    const on = await run(random, true, prompt, { temperature: 0 }, 200);
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.state).toEqual(off.state);
+    const drafted = on.sampled.reduce((n, t) => n + (t.speculation?.drafted ?? 0), 0);
+    const accepted = on.sampled.filter((t) => t.speculation?.accepted).length;
+    // Never more decodes than tokens (a verification step is a step), and the guesses checked stay bounded.
+    expect(on.decodes).toBeLessThanOrEqual(off.decodes);
+    expect(drafted).toBeLessThanOrEqual(8 * on.decodes);
+    expect(accepted).toBeLessThanOrEqual(drafted);
+  });
+
+  it("several sequences at once: each gets the tokens it gets alone, guesses in the same batches as the others' steps", async () => {
+    const { model, context } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const prompts = [[...head, ...first.tokens, ...head], model.tokenize("<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\n", true)];
+    const alone = [];
+    for (const p of prompts) alone.push((await run(tiny, false, p, { temperature: 0 }, 40)).tokens);
+    const loop = new SlotLoop(context, model, paths(true));
+    const seqs = prompts.map(() => context.getSequence());
+    /** Each batch's entries: tokens, and logits asked for (a token with its guesses asks at every position). */
+    const batches: Array<Array<{ tokens: number; logits: number }>> = [];
+    const undo = spyOnBinding(context, (method, args) => {
+      if (method === "initBatch") batches.push([]);
+      if (method === "addToBatch") batches.at(-1)!.push({ tokens: (args[2] as Uint32Array).length, logits: (args[3] as Uint32Array).length });
+    });
+    try {
+      const together = await Promise.all(prompts.map(async (p, i) => (await take(loop.evaluate(seqs[i]!, p, {}, { temperature: 0, yieldEogToken: true }), 40, model)).map((t) => t.token)));
+      expect(together).toEqual(alone);
+    } finally {
+      undo();
+      for (const s of seqs) s.dispose();
+    }
+    const guessed = (e: { tokens: number; logits: number }) => e.tokens > 1 && e.logits === e.tokens;
+    // Some batch carried a sequence's guesses beside the other's step.
+    expect(batches.some((b) => b.length === 2 && b.some(guessed) && b.some((e) => e.tokens === 1))).toBe(true);
+    // At most 8 guesses with a token (PROMPT_LOOKUP_DEFAULTS.maxDraft; SPECULATION_BATCH_GUESSES shared by two).
+    expect(batches.flat().filter(guessed).every((e) => e.tokens <= 9)).toBe(true);
+  });
+
+  it("makes no guesses where the sampling changes from token to token (repeat penalties) or reports with each token", async () => {
+    const { model } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const echo = [...head, ...first.tokens, ...head];
+    const penalized: SequenceEvaluateOptions = { temperature: 0, repeatPenalty: { punishTokens: () => [], penalty: 1.1 } };
+    const off = await run(tiny, false, echo, penalized, 40);
+    const on = await run(tiny, true, echo, penalized, 40);
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.decodes).toBe(off.decodes);
+    expect(on.sampled.every((t) => t.speculation === undefined)).toBe(true);
+  });
+});
