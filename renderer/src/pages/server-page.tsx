@@ -1,5 +1,6 @@
 // The developer tab: the server's running state and counters, base URLs, a key for the examples,
-// copy-paste snippets (curl, JavaScript, Python), the port and LAN settings, warm start, and the full log.
+// copy-paste snippets (curl, JavaScript, Python), the port and LAN settings, upstream engines, warm start, and
+// the full log.
 import { useEffect, useRef, useState } from "react";
 import type { CreatedKeyView, LogLine } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
@@ -7,6 +8,7 @@ import { copyText } from "../format";
 import { modelStateLabel } from "../labels";
 import { buildSnippets, type Snippet } from "../snippets";
 import { applyToWindow, useWindow } from "../state/window-state";
+import { UpstreamsSection } from "./upstreams-section";
 import { WarmStartSection } from "./warm-start-section";
 
 function CopyButton({ text, testId, label = "Copy" }: { text: string; testId?: string; label?: string }) {
@@ -265,6 +267,8 @@ export function ServerPage() {
           </p>
         )}
       </div>
+
+      <UpstreamsSection />
 
       <WarmStartSection />
 
