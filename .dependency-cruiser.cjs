@@ -93,11 +93,12 @@ module.exports = {
     },
     {
       name: "renderer-only-ipc-contract",
-      comment: "The window imports only types from the IPC contract and the wire types (and the shared size format); it talks to the API over HTTP like any client.",
+      comment: "The window imports only types from the IPC contract and the wire types (and the shared size format and upstream address check); it talks to the API over HTTP like any client.",
       severity: "error",
       from: { path: "^renderer/" },
-      // server/core/format.ts is the one size format the CLI and the window share: pure, importing nothing.
-      to: { path: "^(server|main)/", pathNot: "^server/(features/console/(contract|wire)|core/format)\\.ts$" },
+      // server/core/format.ts is the one size format the CLI and the window share, server/core/upstream-url.ts
+      // the one check of an upstream engine's address the server and the window's form share: pure, importing nothing.
+      to: { path: "^(server|main)/", pathNot: "^server/(features/console/(contract|wire)|core/(format|upstream-url))\\.ts$" },
     },
     {
       name: "renderer-contract-types-only",

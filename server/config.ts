@@ -1,6 +1,7 @@
 // Server settings: flags, then environment variables (SVC_*), then defaults.
 import { availableParallelism, homedir, platform } from "node:os";
 import { join } from "node:path";
+import { checkUpstreamUrl } from "./core/upstream-url.js";
 import { chooseThreads, type GpuPreference } from "./engine/resource-plan.js";
 import type { ConnectionLimits } from "./http/connection-limits.js";
 import { parseMmapSetting, type WeightsSetting } from "./engine/huge-pages.js";
@@ -54,7 +55,10 @@ export interface ServeConfig {
    * --upstream-key KEY,... / SVC_UPSTREAM_KEY); undefined: the window's setting, else the built-in engine.
    */
   upstreams?: Array<{ url: string; key?: string }>;
-  /** Prefix affinity over the upstreams' slots (--upstream-affinity on|off); undefined: on. Off: round-robin (bench:upstream compares them). */
+  /**
+   * Prefix affinity over the upstreams' slots (--upstream-affinity on|off / SVC_UPSTREAM_AFFINITY); undefined:
+   * the window's setting, else on. Off: round-robin (bench:upstream compares them).
+   */
   upstreamAffinity?: boolean;
   /** Speculation (--speculation prompt-lookup|off / SVC_SPECULATION): prompt lookup's guesses checked as answers are written; undefined: on. */
   speculation?: "prompt-lookup" | "off";
@@ -168,15 +172,17 @@ export function parseUpstreams(urls: string | undefined, keys: string | undefine
   if (keys !== undefined && keys.trim() !== "" && keyList.length !== 1 && keyList.length !== list.length)
     throw new ConfigError(`--upstream-key must give one key for all upstreams or one per upstream (${list.length}); got ${keyList.length}.`);
   return list.map((url, i) => {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new ConfigError(`--upstream must be http:// or https:// URLs (got '${url}').`);
-    }
-    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigError(`--upstream must be http:// or https:// URLs (got '${url}').`);
+    const checked = checkUpstreamUrl(url);
+    if ("problem" in checked)
+      throw new ConfigError(
+        checked.problem === "credentials"
+          ? `--upstream URLs take no user name or password: give the key with --upstream-key (got '${url}').`
+          : checked.problem === "query"
+            ? `--upstream URLs end at the server's address or path, without ?query or #fragment (got '${url}').`
+            : `--upstream must be http:// or https:// URLs (got '${url}').`,
+      );
     const key = keyList.length === 1 ? keyList[0] : keyList[i];
-    return { url: url.replace(/\/+$/, ""), ...(key ? { key } : {}) };
+    return { url: checked.url, ...(key ? { key } : {}) };
   });
 }
 

@@ -1,12 +1,13 @@
 // The server as a library: `svc serve` and the Electron main process both call startServer.
 import { open } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
-import { parseUpstreams, type ServeConfig } from "./config.js";
+import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
 import { EngineHost } from "./engine/engine-host.js";
 import type { EngineSpawner } from "./engine/engine-protocol.js";
 import { ProcessEngine } from "./engine/process-engine.js";
-import { UpstreamEngine, UPSTREAMS_SETTING } from "./engine/upstream-engine.js";
+import { UpstreamEngine } from "./engine/upstream-engine.js";
+import { readUpstreamAffinitySetting, readUpstreamsSetting, UPSTREAM_AFFINITY_SETTING, UPSTREAMS_SETTING } from "./engine/upstream-settings.js";
 import { WARM_START_SETTING, warmStartDir } from "./engine/warm-start.js";
 import { detectGpu } from "./engine/llama-runtime.js";
 import { AccountsService } from "./features/accounts/accounts-service.js";
@@ -45,6 +46,11 @@ export interface RunningServer {
   models: ModelsService;
   /** Message batches and the worker that runs them. */
   batches: BatchService;
+  /**
+   * The upstream engines it generates on (their addresses; null: the built-in engine) and with which affinity,
+   * and whether the start-up options (flags, environment) chose them, so the window's setting waits.
+   */
+  upstreams: { urls: string[] | null; affinity: boolean; fromStartup: boolean; affinityFromStartup: boolean };
   close(): Promise<void>;
 }
 
@@ -97,13 +103,10 @@ function lockDataDir(config: ServeConfig): DataDirLock {
   }
 }
 
-/** The window's upstream setting ([{url, key?}] as JSON), if it has one that parses. */
+/** The window's upstream setting ([{url, key?}] as JSON), if it has one that is valid. */
 function storedUpstreams(store: Store, log: Log): ServeConfig["upstreams"] {
-  const value = store.settings.get(UPSTREAMS_SETTING)?.value;
-  if (!value) return undefined;
   try {
-    const list = JSON.parse(value) as Array<{ url: string; key?: string }>;
-    return parseUpstreams(list.map((u) => u.url).join(","), list.map((u) => u.key ?? "").join(","));
+    return readUpstreamsSetting(store.settings.get(UPSTREAMS_SETTING)?.value);
   } catch (err) {
     log("error", `The upstream setting is not valid (${(err as Error).message}); using the built-in engine.`);
     return undefined;
@@ -131,10 +134,11 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const spawn = options.spawnEngine;
   // Upstream inference servers (--upstream, or the window's setting) instead of the built-in engine process.
   const upstreams = config.upstreams ?? storedUpstreams(store, log);
+  const affinity = config.upstreamAffinity ?? readUpstreamAffinitySetting(store.settings.get(UPSTREAM_AFFINITY_SETTING)?.value) ?? true;
   const engineHost = new EngineHost({
     log,
     restartLimit: config.engineRestartLimit,
-    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity: config.upstreamAffinity, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
+    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
   });
   if (upstreams) log("info", `Generating on ${upstreams.length} upstream(s): ${upstreams.map((u) => u.url).join(", ")}; switching models is theirs to do.`);
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
@@ -257,6 +261,12 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     scheduler,
     models,
     batches,
+    upstreams: {
+      urls: upstreams ? upstreams.map((u) => u.url) : null,
+      affinity,
+      fromStartup: config.upstreams !== undefined,
+      affinityFromStartup: config.upstreamAffinity !== undefined,
+    },
     close() {
       closing ??= (async () => {
         await models.close();

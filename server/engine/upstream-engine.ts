@@ -29,9 +29,6 @@ import type { SequenceEvaluateOptions } from "node-llama-cpp";
 
 export type { UpstreamTarget } from "./upstream-client.js";
 
-/** The settings store's key for the desktop app's upstreams: [{"url": ..., "key": ...}] as JSON. */
-export const UPSTREAMS_SETTING = "engine.upstreams";
-
 export interface UpstreamEngineOptions {
   /** The GGUF the upstreams serve (or one with the same tokenizer and template): read for its vocabulary only. */
   modelPath: string;

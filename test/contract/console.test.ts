@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { buildTinyWhisperModel } from "../../resources/test-model/tiny-whisper.js";
 import { ConsoleService, dispatchConsoleCall, WINDOW_KEY_NAME } from "../../server/features/console/console-service.js";
@@ -160,6 +160,81 @@ describe("console calls", () => {
     expect(await call<ServerInfo>("setPort", 9090)).toMatchObject({ portSetting: 9090 });
     expect(server.store.settings.get("desktop_port")?.value).toBe("9090");
     expect(await call<ServerInfo>("setPort", null)).toMatchObject({ portSetting: null });
+  });
+
+  it("keeps the upstream engines for the next start: addresses checked, the key never shown back", async () => {
+    const info = await call<ServerInfo>("serverInfo");
+    expect(info.upstreams).toEqual({
+      urls: [],
+      keys: "none",
+      keyHint: null,
+      affinity: true,
+      fromStartup: false,
+      affinityFromStartup: false,
+      running: null,
+      runningAffinity: true,
+    });
+    const refused = async (input: unknown) => {
+      const result = await dispatchConsoleCall(service, "setUpstreams", [input]);
+      expect(result, JSON.stringify(input)).toMatchObject({ ok: false, error: { code: "invalid_upstream" } });
+      return (result as { error: { message: string } }).error.message;
+    };
+    expect(await refused({ urls: ["localhost:8080"], affinity: true })).toBe("localhost:8080: An upstream's address starts with http:// or https://, like http://192.168.1.20:8080.");
+    expect(await refused({ urls: ["http://u:p@10.0.0.5:8080"], affinity: true })).toMatch(/user name and password/);
+    expect(await refused({ urls: ["http://10.0.0.5:8080", "http://10.0.0.5:8080/"], affinity: true })).toMatch(/twice/);
+    expect(await refused({ urls: ["http://10.0.0.5:8080"], key: "two words", affinity: true })).toMatch(/without spaces/);
+    expect(await refused({ urls: "http://10.0.0.5:8080", affinity: true })).toMatch(/list/);
+    expect(server.store.settings.get("engine.upstreams")).toBeUndefined();
+
+    const key = "sk-upstream-0123456789abcdef";
+    const saved = await call<ServerInfo>("setUpstreams", { urls: [" http://10.0.0.5:8080/ ", "http://10.0.0.6:8080"], key, affinity: false });
+    expect(saved.upstreams).toMatchObject({ urls: ["http://10.0.0.5:8080", "http://10.0.0.6:8080"], keys: "one", keyHint: "cdef", affinity: false, running: null });
+    expect(JSON.stringify(saved)).not.toContain(key);
+    expect(JSON.parse(server.store.settings.get("engine.upstreams")!.value)).toEqual([
+      { url: "http://10.0.0.5:8080", key },
+      { url: "http://10.0.0.6:8080", key },
+    ]);
+    expect(server.store.settings.get("engine.upstream_affinity")?.value).toBe("off");
+    expect(logs.since().some((l) => l.message.includes(key))).toBe(false);
+    expect(logs.since().at(-1)?.message).toBe(
+      "Upstream engines for the next start: http://10.0.0.5:8080, http://10.0.0.6:8080 (round-robin); it applies when the app restarts.",
+    );
+
+    // No key given: the addresses kept keep theirs, a new one gets the key they share; null removes it.
+    await call("setUpstreams", { urls: ["http://10.0.0.6:8080", "http://10.0.0.7:8080"], affinity: true });
+    expect(JSON.parse(server.store.settings.get("engine.upstreams")!.value)).toEqual([
+      { url: "http://10.0.0.6:8080", key },
+      { url: "http://10.0.0.7:8080", key },
+    ]);
+    // A short key: no hint (four characters would be too much of it).
+    expect((await call<ServerInfo>("setUpstreams", { urls: ["http://10.0.0.6:8080"], key: "short", affinity: true })).upstreams).toMatchObject({ keys: "one", keyHint: null });
+    expect((await call<ServerInfo>("setUpstreams", { urls: ["http://10.0.0.6:8080"], key: null, affinity: true })).upstreams).toMatchObject({ keys: "none", keyHint: null });
+    expect(JSON.parse(server.store.settings.get("engine.upstreams")!.value)).toEqual([{ url: "http://10.0.0.6:8080" }]);
+    // Keys of their own (written outside the window) are said to be so, and kept.
+    server.store.settings.set("engine.upstreams", JSON.stringify([{ url: "http://a:1", key: "ka" }, { url: "http://b:2", key: "kb" }]));
+    expect((await call<ServerInfo>("serverInfo")).upstreams).toMatchObject({ urls: ["http://a:1", "http://b:2"], keys: "each", keyHint: null });
+    await call("setUpstreams", { urls: ["http://b:2", "http://a:1", "http://c:3"], affinity: true });
+    expect(JSON.parse(server.store.settings.get("engine.upstreams")!.value)).toEqual([{ url: "http://b:2", key: "kb" }, { url: "http://a:1", key: "ka" }, { url: "http://c:3" }]);
+
+    // None: the built-in engine.
+    expect((await call<ServerInfo>("setUpstreams", { urls: [], affinity: true })).upstreams).toMatchObject({ urls: [], keys: "none", affinity: true });
+    expect(server.store.settings.get("engine.upstreams")).toBeUndefined();
+  });
+
+  it("says what the engine reports of speculative decoding, with the acceptance rate", async () => {
+    expect(await call<StatusView>("status")).not.toHaveProperty("speculation");
+    const real = server.engineHost.status.bind(server.engineHost);
+    const spy = vi.spyOn(server.engineHost, "status");
+    try {
+      spy.mockImplementation(() => ({ ...real(), speculation: { mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901 } }));
+      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
+      spy.mockImplementation(() => ({ ...real(), speculation: { mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0 } }));
+      expect((await call<StatusView>("status")).speculation).toMatchObject({ acceptanceRate: null });
+      spy.mockImplementation(() => ({ ...real(), speculation: null }));
+      expect((await call<StatusView>("status")).speculation).toBeNull();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("counts API requests and errors for the Server page", async () => {
@@ -393,6 +468,33 @@ describe("warm start (issue 43): the window's switch and the saved prefixes", ()
     expect(update.changed.warmStart?.prefixes).toEqual([]);
     expect(existsSync(warmDir()) ? readdirSync(warmDir()).filter((n) => n.endsWith(".state")) : []).toEqual([]);
     expect(logs.since().some((l) => l.message === "Warm start: deleted 2 saved prompt prefixes.")).toBe(true);
+  });
+
+  it("upstreams set by the start-up options: the setting is kept but said to wait", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-console-upstream-"));
+    const startLogs = new LogBuffer();
+    // No model: nothing is loaded, so the address need not answer.
+    const started = await startServer(
+      { host: "127.0.0.1", port: 0, dataDir: dir, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", logLevel: "silent", upstreams: [{ url: "http://127.0.0.1:9" }], upstreamAffinity: false },
+      startLogs.log,
+    );
+    const startedService = new ConsoleService({ server: started, host: "127.0.0.1", dataDir: dir, version: "test", logs: startLogs, portNote: null });
+    try {
+      expect((await startedService.serverInfo()).upstreams).toEqual({
+        urls: [],
+        keys: "none",
+        keyHint: null,
+        affinity: true,
+        fromStartup: true,
+        affinityFromStartup: true,
+        running: ["http://127.0.0.1:9"],
+        runningAffinity: false,
+      });
+    } finally {
+      startedService.close();
+      await started.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("set by the start-up options: shown as forced, and the switch is refused in the window's words", async () => {

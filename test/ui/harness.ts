@@ -13,6 +13,7 @@ import { ConsoleService, dispatchConsoleCall } from "../../server/features/conso
 import type { ServeConfig } from "../../server/config.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
 import { startServer, type RunningServer } from "../../server/index.js";
+import { Store } from "../../server/store/store.js";
 import { packageVersion } from "../../server/core/version.js";
 import { ROOT } from "../support/svc-process.js";
 
@@ -183,10 +184,19 @@ const AXE_SOURCE = readFileSync(join(ROOT, "node_modules", "axe-core", "axe.min.
 
 /**
  * Without a model path the server starts as on a first run: no model, following the active-model setting.
- * `config` adds start-up options (as flags or the environment would give them).
+ * `config` adds start-up options (as flags or the environment would give them); `settings`, the settings
+ * store's values as the window would have saved them before this start.
  */
-export async function startUiHarness(modelPath?: string, config: Partial<ServeConfig> = {}): Promise<UiHarness> {
+export async function startUiHarness(modelPath?: string, config: Partial<ServeConfig> = {}, options: { settings?: Record<string, string> } = {}): Promise<UiHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-ui-"));
+  if (options.settings) {
+    const store = Store.open(dataDir);
+    try {
+      for (const [key, value] of Object.entries(options.settings)) store.settings.set(key, value);
+    } finally {
+      store.close();
+    }
+  }
   const logs = new LogBuffer();
   const server = await startServer(
     { host: "127.0.0.1", port: 0, dataDir, modelPath, threads: 1, sequences: 2, contextSize: 4096, gpu: "cpu", logLevel: "silent", ...config },

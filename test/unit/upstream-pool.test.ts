@@ -1,5 +1,6 @@
 // The upstream replicas' slots (server/engine/upstream-pool.ts) against small fake llama-servers on loopback
-// (/props and /health only): spreading, prefix affinity, drain and return; and --upstream's parsing.
+// (/props and /health only): spreading, prefix affinity, drain and return; and --upstream's parsing
+// (the window's setting and its address check: upstream-settings.test.ts).
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
@@ -121,5 +122,11 @@ describe("--upstream and --upstream-key", () => {
     expect(() => parseUpstreams("ftp://a", undefined)).toThrow(ConfigError);
     expect(() => parseUpstreams("localhost:8080x", undefined)).toThrow(/http/);
     expect(() => parseUpstreams("http://a,http://b,http://c", "k1,k2")).toThrow(/one per upstream/);
+  });
+
+  it("refuses a user name and password in the URL (the key has its own flag) and a ?query or #fragment", () => {
+    expect(() => parseUpstreams("http://user:pw@a:1", undefined)).toThrow(/--upstream-key/);
+    expect(() => parseUpstreams("http://a:1/?x=1", undefined)).toThrow(/\?query/);
+    expect(() => parseUpstreams("http://a:1#top", undefined)).toThrow(/#fragment/);
   });
 });

@@ -1,12 +1,14 @@
 // The developer tab: the server's running state and counters, base URLs, a key for the examples,
-// copy-paste snippets (curl, JavaScript, Python), the port and LAN settings, warm start, and the full log.
+// copy-paste snippets (curl, JavaScript, Python), the port and LAN settings, upstream engines, warm start, and
+// the full log.
 import { useEffect, useRef, useState } from "react";
 import type { CreatedKeyView, LogLine } from "../../../server/features/console/contract";
 import { consoleApi } from "../console-client";
 import { copyText } from "../format";
-import { modelStateLabel } from "../labels";
+import { modelStateLabel, speculationLabel } from "../labels";
 import { buildSnippets, type Snippet } from "../snippets";
 import { applyToWindow, useWindow } from "../state/window-state";
+import { UpstreamsSection } from "./upstreams-section";
 import { WarmStartSection } from "./warm-start-section";
 
 function CopyButton({ text, testId, label = "Copy" }: { text: string; testId?: string; label?: string }) {
@@ -72,6 +74,7 @@ export function ServerPage() {
   if (!info) return <section className="page">Waiting for the server…</section>;
   const snippets = buildSnippets(info.openaiBaseUrl, info.anthropicBaseUrl);
   const usage = status?.usage;
+  const speculation = speculationLabel(status?.speculation);
   const logText = lines.map((l) => `${new Date(l.at).toLocaleTimeString()} ${l.level.padEnd(5)} ${l.message}`).join("\n");
 
   return (
@@ -94,6 +97,12 @@ export function ServerPage() {
             <span className="label">Model</span>
             <span data-testid="server-model">{status ? `${modelStateLabel(status.model.state)}${status.model.name ? `: ${status.model.name}` : ""}` : "…"}</span>
           </div>
+          {speculation && (
+            <div>
+              <span className="label">Speculative decoding</span>
+              <span data-testid="server-speculation">{speculation}</span>
+            </div>
+          )}
           <div>
             <span className="label">Up for</span>
             <span>{uptime(Date.now() - info.startedAt)}</span>
@@ -265,6 +274,8 @@ export function ServerPage() {
           </p>
         )}
       </div>
+
+      <UpstreamsSection />
 
       <WarmStartSection />
 

@@ -9,10 +9,22 @@ import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
+import { checkUpstreamUrl, upstreamUrlProblemText } from "../../core/upstream-url.js";
 import { engineBuildHint } from "../../engine/engine-build.js";
+import type { UpstreamTarget } from "../../engine/upstream-client.js";
+import {
+  MAX_UPSTREAMS,
+  readUpstreamAffinitySetting,
+  readUpstreamsSetting,
+  UPSTREAM_AFFINITY_SETTING,
+  UPSTREAMS_SETTING,
+  validUpstreamKey,
+  writeUpstreamsSetting,
+} from "../../engine/upstream-settings.js";
 import { WARM_START_MIN_TOKENS } from "../../engine/warm-start.js";
 import type { FastifyInstance } from "fastify";
 import type { EngineHost } from "../../engine/engine-host.js";
+import type { EngineStatus } from "../../engine/types.js";
 import type { Scheduler } from "../../pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { Store } from "../../store/store.js";
@@ -39,7 +51,9 @@ import type {
   ModelsView,
   PasswordResetView,
   ServerInfo,
+  SpeculationView,
   StatusView,
+  UpstreamsSettingView,
   WarmStartView,
   WindowTopic,
   WindowUpdate,
@@ -66,6 +80,8 @@ export interface ConsoleServer {
   scheduler: Scheduler;
   models: ModelsService;
   batches: BatchService;
+  /** What it generates on: upstream engines or the built-in one (RunningServer's upstreams). */
+  upstreams: { urls: string[] | null; affinity: boolean; fromStartup: boolean; affinityFromStartup: boolean };
 }
 
 export interface ConsoleServiceOptions {
@@ -264,6 +280,33 @@ export class ConsoleService implements ConsoleApi {
       portSetting: parsePortSetting(this.server.store.settings.get(PORT_SETTING)?.value),
       portFromEnv: this.options.portFromEnv === true,
       startedAt: this.startedAt,
+      upstreams: this.upstreamsView(),
+    };
+  }
+
+  /** The saved upstreams (an unreadable setting reads as none: the server starts on its built-in engine then). */
+  private savedUpstreams(): UpstreamTarget[] {
+    try {
+      return readUpstreamsSetting(this.server.store.settings.get(UPSTREAMS_SETTING)?.value) ?? [];
+    } catch {
+      return [];
+    }
+  }
+
+  private upstreamsView(): UpstreamsSettingView {
+    const saved = this.savedUpstreams();
+    const keys = new Set(saved.map((u) => u.key ?? ""));
+    const one = keys.size === 1 && !keys.has("") ? [...keys][0]! : null;
+    const running = this.server.upstreams;
+    return {
+      urls: saved.map((u) => u.url),
+      keys: saved.every((u) => !u.key) ? "none" : one !== null ? "one" : "each",
+      keyHint: one !== null && one.length >= 16 ? one.slice(-4) : null,
+      affinity: readUpstreamAffinitySetting(this.server.store.settings.get(UPSTREAM_AFFINITY_SETTING)?.value) ?? true,
+      fromStartup: running.fromStartup,
+      affinityFromStartup: running.affinityFromStartup,
+      running: running.urls,
+      runningAffinity: running.affinity,
     };
   }
 
@@ -289,7 +332,9 @@ export class ConsoleService implements ConsoleApi {
         sequences: info?.sequences ?? null,
         totalLayers: info?.totalLayers ?? null,
         settings: settingsView(files.current ? this.server.models.modelSettings(files.current) : {}),
-        ...(info?.upstreams ? { upstreams: info.upstreams.map(({ url, healthy, slots, error }) => ({ url, healthy, slots, error })) } : {}),
+        ...(info?.upstreams
+          ? { upstreams: info.upstreams.map(({ url, healthy, slots, contextSize, model, error }) => ({ url, healthy, slots, contextSize, model, error })) }
+          : {}),
         error: status.error,
       },
       gpu: hardware.gpu
@@ -302,6 +347,7 @@ export class ConsoleService implements ConsoleApi {
             buildHint: engineBuildHint(hardware.gpu),
           }
         : null,
+      ...(status.speculation !== undefined ? { speculation: speculationView(status.speculation) } : {}),
       gpuPreference: this.server.models.gpuPreference(),
       cpuCores: hardware.cpuCores,
       ramTotalBytes: hardware.ramTotalBytes,
@@ -656,6 +702,40 @@ export class ConsoleService implements ConsoleApi {
     return this.serverInfo();
   }
 
+  async setUpstreams(input: { urls: string[]; key?: string | null; affinity: boolean }): Promise<ServerInfo> {
+    const refuse = (message: string) => new AppError("invalid_request", message, { code: "invalid_upstream" });
+    const { urls, key, affinity } = (input ?? {}) as { urls?: unknown; key?: unknown; affinity?: unknown };
+    if (!Array.isArray(urls) || urls.some((u) => typeof u !== "string") || typeof affinity !== "boolean")
+      throw refuse("Upstreams are a list of addresses and an affinity (on or off).");
+    if (urls.length > MAX_UPSTREAMS) throw refuse(`At most ${MAX_UPSTREAMS} upstream servers.`);
+    if (key !== undefined && key !== null && (typeof key !== "string" || !validUpstreamKey(key)))
+      throw refuse("An upstream key is up to 1,024 letters, digits and punctuation, without spaces.");
+    const list: string[] = [];
+    for (const text of urls as string[]) {
+      const checked = checkUpstreamUrl(text);
+      if ("problem" in checked) throw refuse(`${text.trim() || "An empty address"}: ${upstreamUrlProblemText(checked.problem)}`);
+      if (list.some((u) => u.toLowerCase() === checked.url.toLowerCase())) throw refuse(`${checked.url} is in the list twice.`);
+      list.push(checked.url);
+    }
+    const saved = this.savedUpstreams();
+    const savedKeys = new Set(saved.map((u) => u.key ?? ""));
+    const shared = savedKeys.size === 1 ? [...savedKeys][0]! : "";
+    const keyOf = (url: string): string => (key === null ? "" : typeof key === "string" ? key : (saved.find((u) => u.url === url)?.key ?? shared));
+    const targets = list.map((url) => ({ url, ...(keyOf(url) ? { key: keyOf(url) } : {}) }));
+    if (targets.length === 0) this.server.store.settings.delete(UPSTREAMS_SETTING);
+    else this.server.store.settings.set(UPSTREAMS_SETTING, writeUpstreamsSetting(targets));
+    this.server.store.settings.set(UPSTREAM_AFFINITY_SETTING, affinity ? "on" : "off");
+    // The addresses, never the key.
+    this.options.logs.log(
+      "info",
+      targets.length === 0
+        ? "Upstream engines for the next start: none (the built-in engine); it applies when the app restarts."
+        : `Upstream engines for the next start: ${list.join(", ")} (${affinity ? "prefix affinity" : "round-robin"}); it applies when the app restarts.`,
+    );
+    this.feed.touch("info");
+    return this.serverInfo();
+  }
+
   async setLanExposure(enabled: boolean): Promise<ServerInfo> {
     this.server.store.settings.set(LAN_EXPOSURE_SETTING, enabled === true ? "on" : "off");
     this.options.logs.log("warn", enabled ? "LAN exposure turned on: it applies when the app restarts." : "LAN exposure turned off: it applies when the app restarts.");
@@ -675,6 +755,12 @@ function describeSettings(settings: ModelLoadSettings): string {
 }
 
 /** The stored port setting, or null when it is unset or not a port. */
+/** The engine's counts with the acceptance rate (accepted ÷ drafted; null before any draft). */
+function speculationView(spec: NonNullable<EngineStatus["speculation"]> | null): SpeculationView | null {
+  if (!spec) return null;
+  return { ...spec, acceptanceRate: spec.draftedTokens > 0 ? spec.acceptedTokens / spec.draftedTokens : null };
+}
+
 export function parsePortSetting(value: string | undefined): number | null {
   const port = Number(value);
   return value !== undefined && Number.isInteger(port) && port >= 1024 && port <= 65535 ? port : null;

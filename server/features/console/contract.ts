@@ -33,6 +33,41 @@ export interface ServerInfo {
   portFromEnv: boolean;
   /** When the server started (epoch ms). */
   startedAt: number;
+  /** Upstream engines: what the app generates on from its next start, and what it generates on now. */
+  upstreams: UpstreamsSettingView;
+}
+
+/**
+ * The upstream inference servers (llama-server or vLLM, docs/scale-out.md) the app generates on instead of its
+ * built-in engine: the window's setting (Server page), applied at the next start, and what runs now.
+ */
+export interface UpstreamsSettingView {
+  /** The saved addresses, in order; empty: the built-in engine. */
+  urls: string[];
+  /** The saved key: none, one for every upstream, or one of their own for each (set outside the window). Never the key itself. */
+  keys: "none" | "one" | "each";
+  /** With one key: its last four characters, when it is long enough (16 or more) to spare them; else null. */
+  keyHint: string | null;
+  /** Prefix affinity (a conversation goes back to the replica that holds its start) or round-robin (false). */
+  affinity: boolean;
+  /** The start-up options (the environment) chose the upstreams: this setting waits until the app starts without them. */
+  fromStartup: boolean;
+  /** The same for the affinity. */
+  affinityFromStartup: boolean;
+  /** What the running server generates on: the upstreams' addresses, or null for the built-in engine. */
+  running: string[] | null;
+  /** The affinity the running server uses over them. */
+  runningAffinity: boolean;
+}
+
+/** Speculative decoding's counts since the model loaded (issue 44; /health's `speculation`). */
+export interface SpeculationView {
+  /** How drafts are made: "prompt-lookup" (n-grams of the sequence's own context) or "off". */
+  mode: string;
+  draftedTokens: number;
+  acceptedTokens: number;
+  /** accepted ÷ drafted; null before any draft. */
+  acceptanceRate: number | null;
 }
 
 export interface GpuView {
@@ -72,11 +107,19 @@ export interface StatusView {
     totalLayers: number | null;
     /** The loaded model's own settings (Model page), applied when it loads. */
     settings: ModelSettings;
-    /** With --upstream (docs/scale-out.md): the inference servers generating, and whether each serves now. */
-    upstreams?: Array<{ url: string; healthy: boolean; slots: number; error: string | null }>;
+    /**
+     * With upstream engines (docs/scale-out.md): each inference server generating, whether it serves now, its
+     * slots and context per slot, the model file it names, and why it is drained.
+     */
+    upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
     error: string | null;
   };
   gpu: GpuView | null;
+  /**
+   * Speculative decoding on the loaded model: null while none is loaded or it is served upstream; absent from a
+   * server that does not report it.
+   */
+  speculation?: SpeculationView | null;
   gpuPreference: GpuPreference;
   cpuCores: number;
   ramTotalBytes: number;
@@ -369,6 +412,12 @@ export interface ConsoleApi {
   setLanExposure(enabled: boolean): Promise<ServerInfo>;
   /** The port for the next start (1024-65535), or null for the default; applies when the app restarts. */
   setPort(port: number | null): Promise<ServerInfo>;
+  /**
+   * The upstream engines for the next start (no urls: the built-in engine); applies when the app restarts.
+   * key: a key for every upstream; null: none; absent: each address kept keeps its key, and a new one gets the
+   * key the others share. Rejects with invalid_upstream (an address or key the server would not take).
+   */
+  setUpstreams(input: { urls: string[]; key?: string | null; affinity: boolean }): Promise<ServerInfo>;
 }
 
 export type ConsoleMethod = keyof ConsoleApi;
@@ -404,6 +453,7 @@ export const CONSOLE_METHODS = {
   clearWarmPrefixes: true,
   setLanExposure: true,
   setPort: true,
+  setUpstreams: true,
 } as const satisfies Record<ConsoleMethod, true>;
 
 /** What crosses the bridge: errors travel as data, so the window sees the message, not Electron's wrapper. */

@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { AppError } from "../../core/errors.js";
 import { Store } from "../../store/store.js";
-import { UPSTREAMS_SETTING } from "../../engine/upstream-engine.js";
+import { UPSTREAMS_SETTING } from "../../engine/upstream-settings.js";
 import { ModelsService, type ModelEntry, type PullEvent } from "./models-service.js";
 import { formatBytes, formatDuration, ProgressRenderer } from "./progress-bar.js";
 import { RECOMMENDED_MODEL, RECOMMENDED_SPEECH_MODEL } from "./model-sources.js";

@@ -1,0 +1,58 @@
+// Issue 44 in the window: the Server page's line on speculative decoding, from what the engine reports
+// (/health's `speculation`, the console's status). The engine does not count drafts yet, so its status is
+// stood in for here with the counts it will give; the words are labels.ts's speculationLabel
+// (test/unit/speculation-label.test.ts). Screenshot: speculation.png.
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { EngineStatus } from "../../server/engine/types.js";
+import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
+
+const skip = uiSkipReason();
+
+describe.skipIf(skip !== null)("speculative decoding on the Server page", () => {
+  let ui: UiHarness;
+  let report: EngineStatus["speculation"];
+
+  beforeAll(async () => {
+    ui = await startUiHarness();
+    const real = ui.server.engineHost.status.bind(ui.server.engineHost);
+    vi.spyOn(ui.server.engineHost, "status").mockImplementation(() => (report === undefined ? real() : { ...real(), speculation: report }));
+  });
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await ui?.close();
+  });
+
+  const line = () => ui.page.getByTestId("server-speculation");
+  /** The engine's report changes; an API request ending has the window read the status again. */
+  async function reports(next: EngineStatus["speculation"]) {
+    report = next;
+    await (await fetch(`${ui.server.url}/v1/models`)).text();
+  }
+
+  it("is absent while the server does not report it", async () => {
+    await ui.open("server");
+    await ui.page.getByTestId("server-model").waitFor();
+    expect(await line().count()).toBe(0);
+  });
+
+  it("says the acceptance rate with the drafted count, before any draft, and off", async () => {
+    await reports({ mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0 });
+    await expect.poll(() => line().textContent()).toBe("Prompt lookup, no drafts yet");
+
+    await reports({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901 });
+    await expect.poll(() => line().textContent()).toBe("Prompt lookup, 73% of 1,234 drafted tokens accepted");
+    // The label above it, as the other facts of the Running card have theirs.
+    expect(await ui.page.getByTestId("server-state").innerText()).toContain("Speculative decoding\nPrompt lookup, 73% of 1,234 drafted tokens accepted");
+    expect(await ui.axe()).toEqual([]);
+    await ui.page.getByTestId("server-state").screenshot({ path: `${ui.screenshotsDir}/speculation.png` });
+
+    await reports({ mode: "off", draftedTokens: 0, acceptedTokens: 0 });
+    await expect.poll(() => line().textContent()).toBe("Off");
+  });
+
+  it("is gone again when no model is loaded or it is served upstream (null)", async () => {
+    await reports(null);
+    await expect.poll(() => line().count()).toBe(0);
+    expect(ui.pageErrors).toEqual([]);
+  });
+});
