@@ -37,6 +37,7 @@ import { rateHeaders } from "./http/limits.js";
 import { isLoopbackAddress, MachineNames } from "./http/lan.js";
 import { LARGE_BODY_BYTES, releaseAfterLargeBody } from "./http/memory.js";
 import { hostAllowed, requestContext } from "./http/request-context.js";
+import type { SpeculationCounts } from "./engine/types.js";
 
 export const BODY_LIMIT_BYTES = 50 * 1024 * 1024;
 
@@ -218,15 +219,7 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         : null,
       // Prompt lookup's guesses since the server started (docs/api.md, "Speculation"); null without a model of
       // the built-in engine's.
-      speculation:
-        status.model && status.model.speculation
-          ? {
-              mode: status.model.speculation,
-              drafted_tokens: deps.engineHost.usage.draftedTokens,
-              accepted_tokens: deps.engineHost.usage.acceptedDraftTokens,
-              acceptance_rate: deps.engineHost.usage.draftedTokens > 0 ? deps.engineHost.usage.acceptedDraftTokens / deps.engineHost.usage.draftedTokens : null,
-            }
-          : null,
+      speculation: speculationBody(deps.engineHost.speculation()),
       memory: { ram_total_bytes: totalmem(), ram_free_bytes: freemem() },
       requests: {
         active: queue.running,
@@ -279,4 +272,11 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
       });
   });
   return app;
+}
+
+/** /health's `speculation` (docs/api.md, "Health"): the counts with the acceptance rate, null before a guess. */
+function speculationBody(counts: SpeculationCounts | null) {
+  if (!counts) return null;
+  const { mode, draftedTokens, acceptedTokens } = counts;
+  return { mode, drafted_tokens: draftedTokens, accepted_tokens: acceptedTokens, acceptance_rate: draftedTokens > 0 ? acceptedTokens / draftedTokens : null };
 }

@@ -19,7 +19,7 @@ import type { LlamaEngineOptions } from "./llama-engine.js";
 import { currentGpu, detectGpu } from "./llama-runtime.js";
 import { ProcessEngine } from "./process-engine.js";
 import type { GpuPreference } from "./resource-plan.js";
-import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
+import type { Engine, EngineEvent, EngineOutcome, EngineRequest, EngineStatus, GpuInfo, SpeculationCounts } from "./types.js";
 
 // What a load takes: callers above the engine name it through the host, never the concrete engine's module.
 export type { LlamaEngineOptions };
@@ -291,6 +291,16 @@ export class EngineHost {
   /** The model file in use, and the one being loaded. */
   files(): { current: string | null; pending: string | null } {
     return { current: this.current?.options.modelPath || null, pending: this.pending };
+  }
+
+  /**
+   * Speculation (issue 44): the loaded model's mode, and the guessed tokens the answers checked and took
+   * since the server started; null while no model of the built-in engine is loaded (none, or upstream).
+   */
+  speculation(): SpeculationCounts | null {
+    const mode = this.status().model?.speculation;
+    if (!mode) return null;
+    return { mode, draftedTokens: this.usage.draftedTokens, acceptedTokens: this.usage.acceptedDraftTokens };
   }
 
   status(): EngineStatus {

@@ -149,11 +149,13 @@ export interface EngineStatus {
   model: LoadedModelInfo | null;
   gpu: GpuInfo | null;
   error: string | null;
-  /**
-   * Speculative decoding's counts since the model loaded (issue 44, /health's `speculation`): null while no
-   * model is loaded or it is served upstream; absent from an engine that does not count them.
-   */
-  speculation?: { mode: "prompt-lookup" | "off"; draftedTokens: number; acceptedTokens: number } | null;
+}
+
+/** Speculation's counts since the server started (EngineHost.speculation; /health's and the window's). */
+export interface SpeculationCounts {
+  mode: "prompt-lookup" | "off";
+  draftedTokens: number;
+  acceptedTokens: number;
 }
 
 export interface Engine {

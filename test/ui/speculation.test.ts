@@ -1,21 +1,22 @@
-// Issue 44 in the window: the Server page's line on speculative decoding, from what the engine reports
-// (/health's `speculation`, the console's status). The engine does not count drafts yet, so its status is
-// stood in for here with the counts it will give; the words are labels.ts's speculationLabel
-// (test/unit/speculation-label.test.ts). Screenshot: speculation.png.
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { EngineStatus } from "../../server/engine/types.js";
+// Issue 44 in the window: the Server page's line on speculative decoding, from what the engine host counts
+// (EngineHost.speculation: /health's `speculation`, the console's status). The harness's model makes no
+// guesses a text prompt can confirm (test/e2e/speculation-surfaces.test.ts has real counts), so the counts
+// are stood in for here; the words are labels.ts's speculationLabel (test/unit/speculation-label.test.ts).
+// Screenshot: speculation.png.
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import type { SpeculationCounts } from "../../server/engine/types.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
 
 const skip = uiSkipReason();
 
 describe.skipIf(skip !== null)("speculative decoding on the Server page", () => {
   let ui: UiHarness;
-  let report: EngineStatus["speculation"];
+  let report: SpeculationCounts | null | undefined;
 
   beforeAll(async () => {
-    ui = await startUiHarness();
-    const real = ui.server.engineHost.status.bind(ui.server.engineHost);
-    vi.spyOn(ui.server.engineHost, "status").mockImplementation(() => (report === undefined ? real() : { ...real(), speculation: report }));
+    ui = await startUiHarness(inject("tinyModelPath"));
+    const real = ui.server.engineHost.speculation.bind(ui.server.engineHost);
+    vi.spyOn(ui.server.engineHost, "speculation").mockImplementation(() => (report === undefined ? real() : report));
   });
   afterAll(async () => {
     vi.restoreAllMocks();
@@ -24,15 +25,15 @@ describe.skipIf(skip !== null)("speculative decoding on the Server page", () => 
 
   const line = () => ui.page.getByTestId("server-speculation");
   /** The engine's report changes; an API request ending has the window read the status again. */
-  async function reports(next: EngineStatus["speculation"]) {
+  async function reports(next: SpeculationCounts | null) {
     report = next;
     await (await fetch(`${ui.server.url}/v1/models`)).text();
   }
 
-  it("is absent while the server does not report it", async () => {
+  it("shows the engine's own report: prompt lookup, no guess yet", async () => {
     await ui.open("server");
     await ui.page.getByTestId("server-model").waitFor();
-    expect(await line().count()).toBe(0);
+    await expect.poll(() => line().textContent()).toBe("Prompt lookup, no drafts yet");
   });
 
   it("says the acceptance rate with the drafted count, before any draft, and off", async () => {

@@ -24,7 +24,7 @@ import {
 import { WARM_START_MIN_TOKENS } from "../../engine/warm-start.js";
 import type { FastifyInstance } from "fastify";
 import type { EngineHost } from "../../engine/engine-host.js";
-import type { EngineStatus } from "../../engine/types.js";
+import type { SpeculationCounts } from "../../engine/types.js";
 import type { Scheduler } from "../../pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { Store } from "../../store/store.js";
@@ -347,7 +347,7 @@ export class ConsoleService implements ConsoleApi {
             buildHint: engineBuildHint(hardware.gpu),
           }
         : null,
-      ...(status.speculation !== undefined ? { speculation: speculationView(status.speculation) } : {}),
+      speculation: speculationView(this.server.engineHost.speculation()),
       gpuPreference: this.server.models.gpuPreference(),
       cpuCores: hardware.cpuCores,
       ramTotalBytes: hardware.ramTotalBytes,
@@ -756,7 +756,7 @@ function describeSettings(settings: ModelLoadSettings): string {
 
 /** The stored port setting, or null when it is unset or not a port. */
 /** The engine's counts with the acceptance rate (accepted ÷ drafted; null before any draft). */
-function speculationView(spec: NonNullable<EngineStatus["speculation"]> | null): SpeculationView | null {
+function speculationView(spec: SpeculationCounts | null): SpeculationView | null {
   if (!spec) return null;
   return { ...spec, acceptanceRate: spec.draftedTokens > 0 ? spec.acceptedTokens / spec.draftedTokens : null };
 }
