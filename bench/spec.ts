@@ -479,7 +479,8 @@ function report(groups: GroupResult[]): string {
         }
         const acc = sum(withDetails.map((a) => a.accepted ?? 0));
         const rej = sum(withDetails.map((a) => a.rejected ?? 0));
-        parts.push(`${name}: accepted_prediction_tokens ${fmt(acc / withDetails.length)} and rejected ${fmt(rej / withDetails.length)} per answer (${fmt((100 * acc) / (acc + rej), 0)}% of drafted accepted)`);
+        if (acc + rej === 0) parts.push(`${name}: nothing drafted (usage)`);
+        else parts.push(`${name}: accepted_prediction_tokens ${fmt(acc / withDetails.length)} and rejected ${fmt(rej / withDetails.length)} per answer (${fmt((100 * acc) / (acc + rej), 0)}% of drafted accepted)`);
       }
       for (const name of ["llama", "llama off"] as const) {
         const answers = series(w, name)?.answers;
@@ -499,8 +500,10 @@ function report(groups: GroupResult[]): string {
       const parts = (["svc on", "svc off"] as const).map((name) => {
         const s = g.speculation[name];
         if (!s?.after) return `${name}: /health has no speculation`;
-        const delta = (k: string) => (typeof s.after![k] === "number" && typeof s.before?.[k] === "number" ? ` (+${(s.after![k] as number) - (s.before![k] as number)} in this run)` : "");
-        return `${name}: /health speculation ${JSON.stringify(s.after)}${delta("drafted_tokens")}${delta("accepted_tokens")}`;
+        // The counters are the server's since it started: the difference is the warm-up's and the rounds'.
+        const delta = (k: string) => (typeof s.after![k] === "number" ? (s.after![k] as number) - (typeof s.before?.[k] === "number" ? (s.before[k] as number) : 0) : Number.NaN);
+        const run = Number.isFinite(delta("drafted_tokens")) ? ` (this run: ${delta("drafted_tokens")} drafted, ${delta("accepted_tokens")} accepted)` : "";
+        return `${name}: /health speculation ${JSON.stringify(s.after)}${run}`;
       });
       lines.push(`${Object.keys(g.results).map((w) => WORKLOADS[w as Workload]).join(" + ")}: ${parts.join("; ")}; load average per round ${g.loads.join(", ")}`);
     }
