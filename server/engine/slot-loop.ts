@@ -125,6 +125,8 @@ interface Track {
   /** Speculation's back-off: verifications in a row that accepted no guess, and tokens to go before the next guess. */
   misses: number;
   wait: number;
+  /** Speculation: how often a guessed position is kept, as recent verifications found (guessLength). */
+  keepRate: number;
 }
 
 /**
@@ -223,10 +225,33 @@ export function tokenPathsFromEnvironment(env: NodeJS.ProcessEnv = process.env):
  */
 export const SPECULATION_BATCH_GUESSES = 16;
 /**
+ * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
+ * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
+ * as that stays at least SPECULATION_KEEP_ALONE (a lone sequence: its decode reads the weights for one token
+ * and a few more cost little) or SPECULATION_KEEP_BUSY (several: their steps already fill the batch, and on
+ * a CPU each guess costs nearly a token's time). keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows
+ * each verification's share of kept positions (bench:spec, docs/performance.md section 27).
+ */
+export const SPECULATION_KEEP_ALONE = 0.15;
+export const SPECULATION_KEEP_BUSY = 0.5;
+export const SPECULATION_FIRST_KEEP_RATE = 0.8;
+
+/**
  * And when its guesses fail: after a verification that accepted none, a sequence makes no guess for the next
  * 2, 4, 8, ... tokens (at most this many), until one is accepted again.
  */
 export const SPECULATION_MAX_WAIT = 64;
+
+/**
+ * How many guesses a step may check for a track that keeps a guessed position with probability `keepRate`:
+ * as far as the chance of reaching that position stays at the threshold for the evaluations on the loop.
+ */
+export function guessLength(keepRate: number, live: number): number {
+  const threshold = live <= 1 ? SPECULATION_KEEP_ALONE : SPECULATION_KEEP_BUSY;
+  if (keepRate >= 1) return Number.MAX_SAFE_INTEGER;
+  if (keepRate <= threshold) return 0;
+  return Math.floor(Math.log(threshold) / Math.log(keepRate));
+}
 
 /** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
 function budget(track: Track): number {
@@ -382,6 +407,7 @@ export class SlotLoop {
       accepted: [],
       misses: 0,
       wait: 0,
+      keepRate: SPECULATION_FIRST_KEEP_RATE,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -460,6 +486,7 @@ export class SlotLoop {
       accepted: [],
       misses: 0,
       wait: 0,
+      keepRate: SPECULATION_FIRST_KEEP_RATE,
     };
     this.live++;
     this.soloInterrupt?.();
@@ -488,7 +515,7 @@ export class SlotLoop {
       track.fixed &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1 &&
       // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens.
-      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft: 1 }, feed[0]).length > 0)
+      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && guessLength(track.keepRate, 1) > 0 && promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft: 1 }, feed[0]).length > 0)
     );
   }
 
@@ -828,6 +855,9 @@ export class SlotLoop {
     const last = out.at(-1)!;
     if (last.speculation?.accepted) last.speculation = { drafted: last.speculation.drafted, accepted: false };
     const accepted = out.filter((t) => t.speculation?.accepted).length;
+    // The positions checked: those kept, and the one that refused its guess (none when all were kept).
+    const checked = Math.min(draft.length, accepted + 1);
+    track.keepRate = 0.7 * track.keepRate + 0.3 * (accepted / checked);
     if (accepted > 0) track.misses = 0;
     else {
       track.misses++;
@@ -865,7 +895,14 @@ export class SlotLoop {
       return [];
     }
     const share = Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, this.live));
-    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, share, limit);
+    const length = guessLength(track.keepRate, this.live);
+    if (length === 0) {
+      // Too few kept to be worth a position: no guess, and the estimate drifts back up by each token, so that
+      // a later stretch the conversation repeats is tried again.
+      track.keepRate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - track.keepRate);
+      return [];
+    }
+    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, share, limit, length);
     if (maxDraft <= 0) return [];
     return promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft }, token) as Token[];
   }
