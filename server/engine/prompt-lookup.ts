@@ -45,3 +45,67 @@ export function promptLookupDraft(context: ArrayLike<number>, options: PromptLoo
   }
   return [];
 }
+
+/**
+ * Prompt lookup over a growing sequence without rescanning it (promptLookupDraft reads the whole context each
+ * time: 85 µs at 1300 tokens, 3 ms at 40000, a coding agent's prompt). The end position of every bigram is
+ * kept by its two tokens; a draft looks at the latest few occurrences of the last bigram, the longest match
+ * (up to maxNgram tokens, checked against the tokens themselves) and then the latest winning, as
+ * promptLookupDraft chooses. The context may lose its tail and grow again (refused guesses, a stop): entries
+ * past its end are passed over and every candidate is checked against the tokens, so a stale entry is never
+ * used; the draft is then what promptLookupDraft gives (minNgram at least 2).
+ */
+export class PromptLookupIndex {
+  /** Bigram (a, b) -> the positions of b, ascending (duplicates possible after a tail was rewritten). */
+  private readonly ends = new Map<number, number[]>();
+  /** Positions below this have their bigram recorded. */
+  private indexed = 1;
+
+  /** Up to this many latest occurrences of the last bigram are compared for a longer match. */
+  static readonly CANDIDATES = 64;
+
+  constructor(private readonly options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS) {
+    if (options.minNgram < 2) throw new Error("PromptLookupIndex matches bigrams and longer (minNgram of 2 or more).");
+  }
+
+  /** The draft for `context` followed by `next` (as promptLookupDraft(context, options, next)), at most maxDraft tokens. */
+  draft(context: ArrayLike<number>, next: number, maxDraft = this.options.maxDraft): number[] {
+    const held = context.length;
+    if (maxDraft <= 0 || held < 1) return [];
+    // Record the bigrams up to the context's end (a shortened context re-records from where it now ends).
+    this.indexed = Math.min(this.indexed, held);
+    for (let p = Math.max(1, this.indexed); p < held; p++) {
+      const key = context[p - 1]! * 0x100000 + context[p]!;
+      const list = this.ends.get(key);
+      if (list === undefined) this.ends.set(key, [p]);
+      else if (list[list.length - 1] !== p) list.push(p);
+    }
+    this.indexed = Math.max(this.indexed, held);
+    const length = held + 1;
+    const at = (i: number) => (i < held ? context[i]! : next);
+    const candidates = this.ends.get(context[held - 1]! * 0x100000 + next);
+    if (candidates === undefined) return [];
+    const longest = Math.min(this.options.maxNgram, length - 1);
+    let best = -1;
+    let bestLength = 0;
+    let seen = 0;
+    for (let c = candidates.length - 1; c >= 0 && seen < PromptLookupIndex.CANDIDATES; c--) {
+      const end = candidates[c]!;
+      // Occurrences before the tail's own bigram (which ends at `held`), still as recorded.
+      if (end >= held || context[end - 1] !== context[held - 1] || context[end] !== next) continue;
+      seen++;
+      let n = 2;
+      while (n < longest && end - n >= 0 && context[end - n] === at(held - n)) n++;
+      if (n > bestLength) {
+        best = end;
+        bestLength = n;
+        if (n === longest) break;
+      }
+    }
+    if (best < 0 || bestLength < this.options.minNgram) return [];
+    const to = Math.min(best + 1 + Math.min(maxDraft, this.options.maxDraft), length);
+    const out: number[] = [];
+    for (let i = best + 1; i < to; i++) out.push(at(i));
+    return out;
+  }
+}

@@ -39,7 +39,7 @@
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
-import { PROMPT_LOOKUP_DEFAULTS, promptLookupDraft } from "./prompt-lookup.js";
+import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
 /**
@@ -127,6 +127,8 @@ interface Track {
   wait: number;
   /** Speculation: how often a guessed position is kept, as recent verifications found (guessLength). */
   keepRate: number;
+  /** Speculation: the sequence's bigrams, recorded as it grows (made at the first guess). */
+  lookup: PromptLookupIndex | null;
 }
 
 /**
@@ -408,6 +410,7 @@ export class SlotLoop {
       misses: 0,
       wait: 0,
       keepRate: SPECULATION_FIRST_KEEP_RATE,
+      lookup: null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -487,6 +490,7 @@ export class SlotLoop {
       misses: 0,
       wait: 0,
       keepRate: SPECULATION_FIRST_KEEP_RATE,
+      lookup: null,
     };
     this.live++;
     this.soloInterrupt?.();
@@ -515,7 +519,7 @@ export class SlotLoop {
       track.fixed &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1 &&
       // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens.
-      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && guessLength(track.keepRate, 1) > 0 && promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft: 1 }, feed[0]).length > 0)
+      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && guessLength(track.keepRate, 1) > 0 && (track.lookup ??= new PromptLookupIndex()).draft(track.sequence._contextTokens, feed[0]!, 1).length > 0)
     );
   }
 
@@ -882,7 +886,7 @@ export class SlotLoop {
   }
 
   /**
-   * Speculation: the tokens prompt lookup guesses to follow `token` in the sequence (promptLookupDraft), at
+   * Speculation: the tokens prompt lookup guesses to follow `token` in the sequence (PromptLookupIndex), at
    * most `limit` and the track's share of SPECULATION_BATCH_GUESSES; none where the track's sampler settings
    * change from token to token or report something with each (a grammar, penalties, token probabilities: the
    * sampling of a guessed position must be the one the token-by-token path would make), or while its back-off
@@ -904,7 +908,7 @@ export class SlotLoop {
     }
     const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, share, limit, length);
     if (maxDraft <= 0) return [];
-    return promptLookupDraft(track.sequence._contextTokens, { ...PROMPT_LOOKUP_DEFAULTS, maxDraft }, token) as Token[];
+    return (track.lookup ??= new PromptLookupIndex()).draft(track.sequence._contextTokens, token, maxDraft) as Token[];
   }
 
   private wakeAskWaiter(): void {

@@ -9,6 +9,7 @@
 import { basename } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { upstreamUrlProblemText } from "../../server/core/upstream-url.js";
+import { buildVocab } from "../../resources/test-model/tiny-model.js";
 import { startLlamaServer, upstreamMissing, type Child } from "../support/upstream-servers.js";
 import { CLI_WORDS } from "./cli-words.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
@@ -201,7 +202,46 @@ describe.skipIf(skip !== null)("upstream engines: replicas", () => {
     await screenshot("upstreams-running");
   });
 
+  it("the window's chat, an attached file and a dropped batch all run on the upstream", { timeout: 90_000 }, async () => {
+    // Nothing but the replica generates here: the server was started on it (no engine of its own).
+    expect((await health()).model.upstreams).toHaveLength(1);
+    const words = new Set(buildVocab().answerWords.map((id) => buildVocab().tokens[id]!.replace("\u2581", "")));
+    await ui.open("chat");
+    await ui.page.getByTestId("chat-effort").selectOption("none");
+    await ui.page.getByTestId("chat-attach").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("Blue rivers and quiet stones.\n") });
+    await expect.poll(() => ui.page.getByTestId("chat-attachment").getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
+    await ui.page.getByTestId("chat-input").fill("Hello");
+    await ui.page.getByTestId("chat-send").click();
+    const answer = ui.page.getByTestId("turn-assistant").last();
+    await expect.poll(() => answer.getAttribute("data-status"), { timeout: 30_000 }).toBe("done");
+    // The tiny model's answer words (the window samples at its default temperature), from the replica.
+    const written = (await answer.getByTestId("turn-content").textContent())?.trim().split(/\s+/) ?? [];
+    expect(written.length).toBeGreaterThan(0);
+    for (const w of written) expect(words, `"${w}" in ${JSON.stringify(written)}`).toContain(w);
+    // The file went up to the Files API here and its text into the prompt the replica read.
+    const files = ui.proxy.requests.filter((r) => r.method === "POST" && r.path === "/v1/files");
+    expect(files.length).toBeGreaterThan(0);
+    expect(ui.pageErrors).toEqual([]);
+
+    await ui.open("batches");
+    const jsonl = [1, 2].map((i) => JSON.stringify({ custom_id: `u${i}`, params: { model: "claude-haiku-4-5", max_tokens: 16, temperature: 0, messages: [{ role: "user", content: `Hello ${i}` }] } })).join("\n") + "\n";
+    const dataTransfer = await ui.page.evaluateHandle((text) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([text], "upstream.jsonl", { type: "application/x-ndjson" }));
+      return transfer;
+    }, jsonl);
+    await ui.page.getByTestId("batches-page").dispatchEvent("dragover", { dataTransfer });
+    await ui.page.getByTestId("batches-page").dispatchEvent("drop", { dataTransfer });
+    await ui.page.getByTestId("batch-create").click();
+    const row = ui.page.getByTestId("batch-row").first();
+    await expect.poll(() => row.getAttribute("data-status"), { timeout: 30_000 }).toBe("ended");
+    expect(await row.getByTestId("batch-counts").textContent()).toBe("2 of 2 done · 2 succeeded · 0 errored · 0 canceled · 0 expired");
+    await ui.screenshot("upstreams-window-batch");
+    expect(ui.pageErrors).toEqual([]);
+  });
+
   it("a replica that stops shows down, with why", { timeout: 60_000 }, async () => {
+    await ui.open("server");
     await replica.stop();
     await expect.poll(() => row().getAttribute("data-healthy"), { timeout: 20_000 }).toBe("false");
     const state = await row().getByTestId("upstream-replica-state").textContent();

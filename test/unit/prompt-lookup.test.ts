@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { promptLookupDraft } from "../../server/engine/prompt-lookup.js";
+import { PromptLookupIndex, promptLookupDraft } from "../../server/engine/prompt-lookup.js";
 
 describe("promptLookupDraft", () => {
   it("proposes what followed the latest earlier occurrence of the context's last n-gram", () => {
@@ -35,5 +35,38 @@ describe("promptLookupDraft with the next token apart", () => {
     expect(promptLookupDraft(held, { maxNgram: 2, minNgram: 2, maxDraft: 8 }, 3)).toEqual([4, 5, 9, 2, 3]);
     expect(promptLookupDraft([], { maxNgram: 2, minNgram: 1, maxDraft: 8 }, 3)).toEqual([]);
     expect(promptLookupDraft(held, { maxNgram: 2, minNgram: 2, maxDraft: 0 }, 3)).toEqual([]);
+  });
+});
+
+describe("PromptLookupIndex", () => {
+  it("drafts what promptLookupDraft drafts, on random sequences as they grow and lose their tail", () => {
+    let seed = 12345;
+    const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    for (let run = 0; run < 40; run++) {
+      const vocab = 3 + Math.floor(random() * 6);
+      const options = { maxNgram: 4, minNgram: 2, maxDraft: 1 + Math.floor(random() * 8) };
+      const index = new PromptLookupIndex(options);
+      const context: number[] = [];
+      for (let step = 0; step < 200; step++) {
+        if (random() < 0.05 && context.length > 4) context.length -= 1 + Math.floor(random() * 4);
+        const next = Math.floor(random() * vocab);
+        expect(index.draft(context, next), `run ${run} step ${step}`).toEqual(promptLookupDraft(context, options, next));
+        context.push(next);
+      }
+    }
+  });
+
+  it("never drafts from a tail that was erased and written again with other tokens", () => {
+    const index = new PromptLookupIndex({ maxNgram: 4, minNgram: 2, maxDraft: 4 });
+    expect(index.draft([1, 2, 3, 4, 5, 6], 1)).toEqual([]);
+    // The sequence lost "4 5 6" (refused guesses), then went on with "9 9 9 3".
+    expect(index.draft([1, 2, 3], 9)).toEqual([]);
+    // "3 4" was recorded where a 9 is now: passed over.
+    expect(index.draft([1, 2, 3, 9, 9, 9, 3], 4)).toEqual([]);
+    expect(index.draft([1, 2, 3, 9, 9, 9, 3, 4, 1], 2)).toEqual([3, 9, 9, 9]);
+  });
+
+  it("refuses a minimum n-gram under 2 (it matches bigrams)", () => {
+    expect(() => new PromptLookupIndex({ maxNgram: 3, minNgram: 1, maxDraft: 8 })).toThrow();
   });
 });
