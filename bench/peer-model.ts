@@ -27,6 +27,30 @@ function printableByte(piece: string): boolean {
 export type PeerModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number };
 
 /** The issue's model by default; a smaller shape gives a fast model with the same behaviour (for profiling). */
+/**
+ * The llama blocks of a dense random model (bench:peer's, bench:spec's echo model): norms of ones, every
+ * matrix from `dense` (rows, cols), drawn in this order.
+ */
+export function denseLayers(nLayers: number, nEmbd: number, nFf: number, dense: (rows: number, cols: number) => Float32Array): GgufTensor[] {
+  const ones = (k: number) => new Float32Array(k).fill(1);
+  const tensors: GgufTensor[] = [];
+  for (let l = 0; l < nLayers; l++) {
+    const p = `blk.${l}`;
+    tensors.push(
+      { name: `${p}.attn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
+      { name: `${p}.attn_q.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_k.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_v.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.attn_output.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
+      { name: `${p}.ffn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
+      { name: `${p}.ffn_gate.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
+      { name: `${p}.ffn_up.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
+      { name: `${p}.ffn_down.weight`, dims: [nFf, nEmbd], data: dense(nEmbd, nFf) },
+    );
+  }
+  return tensors;
+}
+
 export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
   const { nEmbd, nLayers, nHead, nFf, contextLength, seed } = shape;
   const vocab = buildVocab();
@@ -53,20 +77,7 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
     { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
     { name: "output.weight", dims: [nEmbd, nVocab], data: output },
   ];
-  for (let l = 0; l < nLayers; l++) {
-    const p = `blk.${l}`;
-    tensors.push(
-      { name: `${p}.attn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
-      { name: `${p}.attn_q.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_k.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_v.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_output.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.ffn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
-      { name: `${p}.ffn_gate.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
-      { name: `${p}.ffn_up.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
-      { name: `${p}.ffn_down.weight`, dims: [nFf, nEmbd], data: dense(nEmbd, nFf) },
-    );
-  }
+  tensors.push(...denseLayers(nLayers, nEmbd, nFf, dense));
 
   const metadata = llamaMetadata({
     name: "svc peer bench model",

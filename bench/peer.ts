@@ -19,12 +19,12 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
+import { freePort, stopProcess } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { buildVocab } from "../resources/test-model/tiny-model.js";
@@ -135,29 +135,6 @@ function weightsOf(pid: number, model: string): string {
   } catch {
     return "weights: not known here";
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function stopProcess(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill("SIGTERM");
-  });
 }
 
 async function waitReady(url: string, headers: Record<string, string>, child: ChildProcess, output: () => string): Promise<void> {

@@ -29,7 +29,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { encodeGguf, type GgufTensor } from "../resources/test-model/gguf-writer.js";
 import { buildVocab, llamaMetadata, mulberry32, type TinyVocab } from "../resources/test-model/tiny-model.js";
-import { PEER_MODEL } from "./peer-model.js";
+import { denseLayers, PEER_MODEL } from "./peer-model.js";
 
 export const ECHO_MODEL = { ...PEER_MODEL, seed: 44 } as const;
 export type EchoModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number };
@@ -189,20 +189,7 @@ export function buildEchoModel(shape: EchoModelShape = ECHO_MODEL): Buffer {
     { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
     { name: "output.weight", dims: [nEmbd, nVocab], data: output },
   ];
-  for (let l = 0; l < nLayers; l++) {
-    const p = `blk.${l}`;
-    tensors.push(
-      { name: `${p}.attn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
-      { name: `${p}.attn_q.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_k.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_v.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.attn_output.weight`, dims: [nEmbd, nEmbd], data: dense(nEmbd, nEmbd) },
-      { name: `${p}.ffn_norm.weight`, dims: [nEmbd], data: ones(nEmbd) },
-      { name: `${p}.ffn_gate.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
-      { name: `${p}.ffn_up.weight`, dims: [nEmbd, nFf], data: dense(nFf, nEmbd) },
-      { name: `${p}.ffn_down.weight`, dims: [nFf, nEmbd], data: dense(nEmbd, nFf) },
-    );
-  }
+  tensors.push(...denseLayers(nLayers, nEmbd, nFf, dense));
 
   const metadata = llamaMetadata({
     name: "svc spec bench echo model",

@@ -32,12 +32,12 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
 import { buildVocab } from "../resources/test-model/tiny-model.js";
+import { freePort, stopProcess } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
 import { ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
@@ -104,29 +104,6 @@ interface Target {
   /** Extra body fields this server needs for the same prompt (the template's enable_thinking=false). */
   extra: Record<string, unknown>;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function stopProcess(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill("SIGTERM");
-  });
 }
 
 async function waitReady(url: string, headers: Record<string, string>, child: ChildProcess, output: () => string): Promise<void> {

@@ -231,12 +231,15 @@ export const SPECULATION_BATCH_GUESSES = 16;
  * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
  * as that stays at least SPECULATION_KEEP_ALONE (a lone sequence: its decode reads the weights for one token
  * and a few more cost little) or SPECULATION_KEEP_BUSY (several: their steps already fill the batch, and on
- * a CPU each guess costs nearly a token's time). keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows
- * each verification's share of kept positions (bench:spec, docs/performance.md section 27).
+ * a CPU each guess costs nearly a token's time, so only guesses that are nearly always kept pay: bench:spec's
+ * peer model, whose loops keep 83%, ran four streams at 0.73 to 0.94 of their speed without guesses at 0.5).
+ * keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows each verification's share of kept positions
+ * (docs/performance.md section 27). Tuned on a 2-core CPU; a GPU, whose decode of a few more tokens costs
+ * little even when busy, would take more (not measured: no GPU was lent).
  */
 export const SPECULATION_KEEP_ALONE = 0.15;
-export const SPECULATION_KEEP_BUSY = 0.5;
-export const SPECULATION_FIRST_KEEP_RATE = 0.8;
+export const SPECULATION_KEEP_BUSY = 0.85;
+export const SPECULATION_FIRST_KEEP_RATE = 0.9;
 
 /**
  * And when its guesses fail: after a verification that accepted none, a sequence makes no guess for the next
