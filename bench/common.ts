@@ -2,6 +2,7 @@
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { buildVocab } from "../resources/test-model/tiny-model.js";
 
 /** The median of the samples (the upper one of the middle two for an even count). */
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -51,4 +52,24 @@ export function stopProcess(child: ChildProcess): Promise<void> {
     });
     child.kill("SIGTERM");
   });
+}
+
+const vocab = buildVocab();
+const words = [...vocab.thoughtWords, ...vocab.answerWords].map((id) => vocab.tokens[id]!.replace("\u2581", " "));
+
+/**
+ * Text of about n tokens of the test vocabulary's words (bench:peer's and bench:spec's prompts). The
+ * vocabulary has no merges below its whole words, so the tokenizer spells running text byte by byte: one
+ * token per character.
+ */
+export function wordsText(n: number, seed: number): string {
+  let x = seed >>> 0 || 1;
+  let out = "";
+  while (out.length < n) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out += words[(x >>> 0) % words.length];
+  }
+  return out.slice(0, n).trimStart();
 }

@@ -24,10 +24,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { freePort, stopProcess } from "./common.js";
+import { freePort, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
-import { buildVocab } from "../resources/test-model/tiny-model.js";
 
 const { values } = parseArgs({
   options: {
@@ -291,24 +290,6 @@ function getStatus(target: Target, path: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // Measures
 
-const vocab = buildVocab();
-const words = [...vocab.thoughtWords, ...vocab.answerWords].map((id) => vocab.tokens[id]!.replace("\u2581", " "));
-
-/**
- * Text of about n tokens. The vocabulary has no merges below its whole words, so the tokenizer spells
- * running text byte by byte: one token per character.
- */
-function wordsText(n: number, seed: number): string {
-  let x = seed >>> 0 || 1;
-  let out = "";
-  while (out.length < n) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += words[(x >>> 0) % words.length];
-  }
-  return out.slice(0, n).trimStart();
-}
 
 let nonce = 1;
 const question = (tag: string) => [{ role: "user", content: `${tag} ${wordsText(12, nonce++)}` }];

@@ -36,8 +36,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { buildVocab } from "../resources/test-model/tiny-model.js";
-import { freePort, stopProcess } from "./common.js";
+import { freePort, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
 import { ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
@@ -255,21 +254,6 @@ async function speculationOf(t: Target): Promise<Record<string, unknown> | null>
 // ---------------------------------------------------------------------------------------------------------
 // Prompts. The vocabulary spells running text one character a token (it has no pieces below whole words).
 
-const vocab = buildVocab();
-const words = [...vocab.thoughtWords, ...vocab.answerWords].map((id) => vocab.tokens[id]!.replace("\u2581", " "));
-
-/** Text of about n characters (tokens) of the vocabulary's words. */
-function wordsText(n: number, seed: number): string {
-  let x = seed >>> 0 || 1;
-  let out = "";
-  while (out.length < n) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += words[(x >>> 0) % words.length];
-  }
-  return out.slice(0, n).trimStart();
-}
 
 /**
  * The prompt of a workload; `tag` makes each request of a round its own (the same for every server, so their
