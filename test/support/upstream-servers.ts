@@ -1,10 +1,9 @@
-// Skips: without the binaries the upstream tests skip with upstreamMissing()'s reason as the skipped test's
-// title (the folder looked in, the command that builds them); on CI a missing build throws instead.
+// Skips: the upstream tests skip when .cache/upstream/bin/llama-server or .cache/upstream/bin/ggml-rpc-server
+// does not exist (check: `ls .cache/upstream/bin`; SVC_TEST_UPSTREAM_BIN names another folder), and
+// upstreamMissing() warns "Skipping the upstream tests: ..." with the folder and `npm run upstream:build`, the
+// command that builds them. With CI=1 their absence fails the test instead, so CI always proves them.
 // llama.cpp's own llama-server and rpc-server, built from the source node-llama-cpp ships with the RPC backend
-// (`npm run upstream:build`, which CI runs before `npm test`), on loopback for the upstream tests. Without the
-// binaries the tests that need them are skipped locally, the reason checkable by the reader: the skipped test's
-// title names the folder looked in (UPSTREAM_BIN) and the command that builds them; on CI (CI=1) their absence
-// fails the test instead, so CI always proves them.
+// (`npm run upstream:build`, which CI runs before `npm test`), on loopback for the upstream tests.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { connect, createServer } from "node:net";
@@ -22,6 +21,7 @@ export function upstreamMissing(): string | null {
   if (existsSync(LLAMA_SERVER) && existsSync(RPC_SERVER)) return null;
   const why = `llama-server and rpc-server are not built in ${UPSTREAM_BIN}: run \`npm run upstream:build\` (about 10 minutes on 2 cores)`;
   if (process.env.CI) throw new Error(`${why}. CI builds them in .ci/run before npm test.`);
+  console.warn(`Skipping the upstream tests: ${why}.`);
   return why;
 }
 
@@ -144,10 +144,11 @@ export async function runOnUpstream(
   importTests: () => Promise<unknown>,
   options: { replicas?: number; slots?: number; contextPerSlot?: number; rpcWorkers?: number } = {},
 ): Promise<void> {
-  const { it, beforeAll, afterAll, inject } = await import("vitest");
+  const { describe, it, beforeAll, afterAll, inject } = await import("vitest");
   const missing = upstreamMissing();
   if (missing) {
-    it.skip(`upstream tests skipped: ${missing}`, () => undefined);
+    // The file's own tests are not imported (they would run on the built-in engine): one skipped suite says so.
+    describe.skip(`on an upstream llama-server (${missing})`, () => it("runs the file's tests on it", () => undefined));
     return;
   }
   const children: Child[] = [];
