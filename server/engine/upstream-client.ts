@@ -318,7 +318,13 @@ export class UpstreamClient {
       // Not JSON: the text as it came.
     }
     if (status === 401 || status === 403)
-      return new AppError("unavailable", `The upstream ${this.url} refused this server's key (HTTP ${status}): check --upstream-key.`, { code: "upstream_unauthorized" });
+      // Read by API clients and shown in the window (Server › Upstream engines, where the key is set): it names
+      // the key's setting, not a flag of one of the ways to set it.
+      return new AppError(
+        "unavailable",
+        `The upstream ${this.url} refused this server's key (HTTP ${status}): set the key it was started with in the upstream engines' settings.`,
+        { code: "upstream_unauthorized" },
+      );
     if (status === 400) return new AppError("invalid_request", `The upstream ${this.url} refused the request: ${message}`, { code: "upstream_rejected" });
     if (status === 404 || status === 501)
       return new AppError("unavailable", `The upstream ${this.url} has no such endpoint (HTTP ${status}: ${message}); is it a llama-server?`, { code: "upstream_unsupported" });

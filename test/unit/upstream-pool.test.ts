@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AppError } from "../../server/core/errors.js";
 import { ReplicaPool } from "../../server/engine/upstream-pool.js";
 import { ConfigError, parseUpstreams } from "../../server/config.js";
+import { UpstreamClient } from "../../server/engine/upstream-client.js";
+import { CLI_WORDS } from "../ui/cli-words.js";
 
 const servers: Server[] = [];
 const pools: ReplicaPool[] = [];
@@ -128,5 +130,23 @@ describe("--upstream and --upstream-key", () => {
     expect(() => parseUpstreams("http://user:pw@a:1", undefined)).toThrow(/--upstream-key/);
     expect(() => parseUpstreams("http://a:1/?x=1", undefined)).toThrow(/\?query/);
     expect(() => parseUpstreams("http://a:1#top", undefined)).toThrow(/#fragment/);
+  });
+});
+
+describe("an upstream that refuses the key", () => {
+  it("is a 503 upstream_unauthorized naming the key's setting, in words the window can show (no flag)", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "Invalid API Key" } }));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const client = new UpstreamClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, key: "wrong" });
+    const err = (await client.tokenize("hello").catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe("upstream_unauthorized");
+    expect(err.message).toContain("refused this server's key (HTTP 401)");
+    expect(err.message).toContain("upstream engines' settings");
+    expect(err.message).not.toMatch(CLI_WORDS);
   });
 });
