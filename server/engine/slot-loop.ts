@@ -1,7 +1,8 @@
 // Why one file (over 700 lines): it must stay one piece, as the slot loop is the one scheduler of a context's
 // batches: queuing a feed, filling a batch, decoding ahead, taking a token back and the native solo run all read
 // and change the same state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's
-// interrupt); the comment below is its design.
+// interrupt); the comment below is its design. What is not the batches' business is apart: whether a guess is
+// worth a position (speculation.ts), prompt lookup (prompt-lookup.ts), token probabilities.
 //
 // How every token of a context is produced: one slot loop per context, in the style of llama-server's
 // `update_slots`. Each evaluation (a prompt and the answer after it, a forced feed, a warm start's read) queues
@@ -39,7 +40,7 @@
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
-import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
+import { Guesser } from "./speculation.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
 /**
@@ -122,13 +123,11 @@ interface Track {
    * token after the last of them): yielded next, with no decode; all but the last are in the sequence.
    */
   accepted: SampledToken[];
-  /** Speculation's back-off: verifications in a row that accepted no guess, and tokens to go before the next guess. */
-  misses: number;
-  wait: number;
-  /** Speculation: how often a guessed position is kept, as recent verifications found (guessLength). */
-  keepRate: number;
-  /** Speculation: the sequence's bigrams, recorded as it grows (made at the first guess). */
-  lookup: PromptLookupIndex | null;
+  /**
+   * Speculation (speculation.ts): the track's guesses and their back-off; null where the loop makes none (off,
+   * a read, or sampler settings that change from token to token or report something with each).
+   */
+  guesser: Guesser | null;
 }
 
 /**
@@ -220,43 +219,6 @@ export function tokenPathsFromEnvironment(env: NodeJS.ProcessEnv = process.env):
   return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0", speculation: speculation !== "off" && speculation !== "0" };
 }
 
-/**
- * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
- * shared among the evaluations on the loop (8 each for one or two, 4 each for four), so that the steps of
- * several streams do not grow into a prompt's batch.
- */
-export const SPECULATION_BATCH_GUESSES = 16;
-/**
- * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
- * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
- * as that stays at least SPECULATION_KEEP_ALONE (a lone sequence: its decode reads the weights for one token
- * and a few more cost little) or SPECULATION_KEEP_BUSY (several: their steps already fill the batch, and on
- * a CPU each guess costs nearly a token's time, so only guesses that are nearly always kept pay: bench:spec's
- * peer model, whose loops keep 83%, ran four streams at 0.73 to 0.94 of their speed without guesses at 0.5).
- * keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows each verification's share of kept positions
- * (docs/performance.md section 27). Tuned on a 2-core CPU; a GPU, whose decode of a few more tokens costs
- * little even when busy, would take more (not measured: no GPU was lent).
- */
-export const SPECULATION_KEEP_ALONE = 0.15;
-export const SPECULATION_KEEP_BUSY = 0.85;
-export const SPECULATION_FIRST_KEEP_RATE = 0.9;
-
-/**
- * And when its guesses fail: after a verification that accepted none, a sequence makes no guess for the next
- * 2, 4, 8, ... tokens (at most this many), until one is accepted again.
- */
-export const SPECULATION_MAX_WAIT = 64;
-
-/**
- * How many guesses a step may check for a track that keeps a guessed position with probability `keepRate`:
- * as far as the chance of reaching that position stays at the threshold for the evaluations on the loop.
- */
-export function guessLength(keepRate: number, live: number): number {
-  const threshold = live <= 1 ? SPECULATION_KEEP_ALONE : SPECULATION_KEEP_BUSY;
-  if (keepRate >= 1) return Number.MAX_SAFE_INTEGER;
-  if (keepRate <= threshold) return 0;
-  return Math.floor(Math.log(threshold) / Math.log(keepRate));
-}
 
 /** The tokens a generation can take after the one just sampled, as the binding takes it (a whole number up to 2^20). */
 function budget(track: Track): number {
@@ -398,6 +360,7 @@ export class SlotLoop {
     const internals = sequence as unknown as SequenceInternals;
     const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
     const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
+    const fixed = samplesAhead(options, metadata);
     const track: Track = {
       sequence: internals,
       sampler,
@@ -407,13 +370,12 @@ export class SlotLoop {
       signal,
       ahead: null,
       closed: false,
-      fixed: samplesAhead(options, metadata),
+      fixed,
       configured: false,
       accepted: [],
-      misses: 0,
-      wait: 0,
-      keepRate: SPECULATION_FIRST_KEEP_RATE,
-      lookup: null,
+      // A guessed position is sampled as the token-by-token path would sample it only where the settings are
+      // the same for every token and nothing is reported with one (no grammar, penalties or probabilities).
+      guesser: this.paths.speculation && fixed ? new Guesser() : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -490,10 +452,7 @@ export class SlotLoop {
       fixed: true,
       configured: true,
       accepted: [],
-      misses: 0,
-      wait: 0,
-      keepRate: SPECULATION_FIRST_KEEP_RATE,
-      lookup: null,
+      guesser: null,
     };
     this.live++;
     this.soloInterrupt?.();
@@ -522,7 +481,7 @@ export class SlotLoop {
       track.fixed &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1 &&
       // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens.
-      !(this.paths.speculation && track.wait === 0 && feed.length === 1 && guessLength(track.keepRate, 1) > 0 && (track.lookup ??= new PromptLookupIndex()).draft(track.sequence._contextTokens, feed[0]!, 1).length > 0)
+      !(feed.length === 1 && track.guesser?.wouldGuess(track.sequence._contextTokens, feed[0]!))
     );
   }
 
@@ -599,7 +558,7 @@ export class SlotLoop {
         }
         const token = sampled[taken++]!;
         // Speculation's back-off counts these tokens too.
-        if (track.wait > 0) track.wait--;
+        track.guesser?.passed();
         yield { token };
         // The generation asks for its next token; `more` says how many it could take after that one.
         binding.soloAsk(taken + 1, budget(track));
@@ -861,15 +820,7 @@ export class SlotLoop {
     // Sampling failed after a kept guess: that guess is the last token then, fed again like any other.
     const last = out.at(-1)!;
     if (last.speculation?.accepted) last.speculation = { drafted: last.speculation.drafted, accepted: false };
-    const accepted = out.filter((t) => t.speculation?.accepted).length;
-    // The positions checked: those kept, and the one that refused its guess (none when all were kept).
-    const checked = Math.min(draft.length, accepted + 1);
-    track.keepRate = 0.7 * track.keepRate + 0.3 * (accepted / checked);
-    if (accepted > 0) track.misses = 0;
-    else {
-      track.misses++;
-      track.wait = Math.min(SPECULATION_MAX_WAIT, 2 ** track.misses);
-    }
+    track.guesser?.checked(draft.length, out.filter((t) => t.speculation?.accepted).length);
     return out;
   }
 
@@ -888,32 +839,6 @@ export class SlotLoop {
     return true;
   }
 
-  /**
-   * Speculation: the tokens prompt lookup guesses to follow `token` in the sequence (PromptLookupIndex), at
-   * most `limit` and the track's share of SPECULATION_BATCH_GUESSES; none where the track's sampler settings
-   * change from token to token or report something with each (a grammar, penalties, token probabilities: the
-   * sampling of a guessed position must be the one the token-by-token path would make), or while its back-off
-   * waits.
-   */
-  private guess(track: Track, token: Token, limit: number): Token[] {
-    if (!this.paths.speculation || !track.fixed || track.sampler === null) return [];
-    if (track.wait > 0) {
-      track.wait--;
-      return [];
-    }
-    const share = Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, this.live));
-    const length = guessLength(track.keepRate, this.live);
-    if (length === 0) {
-      // Too few kept to be worth a position: no guess, and the estimate drifts back up by each token, so that
-      // a later stretch the conversation repeats is tried again.
-      track.keepRate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - track.keepRate);
-      return [];
-    }
-    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, share, limit, length);
-    if (maxDraft <= 0) return [];
-    return (track.lookup ??= new PromptLookupIndex()).draft(track.sequence._contextTokens, token, maxDraft) as Token[];
-  }
-
   private wakeAskWaiter(): void {
     const wake = this.askArrived;
     this.askArrived = null;
@@ -930,9 +855,9 @@ export class SlotLoop {
     if (track.closed || this.model.isEogToken(token) || more <= 0) return;
     const room = this.context.contextSize - 2 - (track.sequence._nextTokenIndex + 1);
     if (room < 0) return;
-    const draft = this.guess(track, token, Math.min(more - 1, room));
+    const draft = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room), this.live) ?? [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
-    if (draft.length === 0 && this.paths.speculation && this.paths.solo && this.live === 1 && track.fixed && track.accepted.length === 0) return;
+    if (draft.length === 0 && track.guesser !== null && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {

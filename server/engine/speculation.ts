@@ -1,0 +1,101 @@
+// Speculation's guesses for one evaluation on the slot loop (issue 44): what prompt lookup proposes to follow a
+// sampled token, how far a step guesses, and how guessing backs off. The loop (slot-loop.ts) decodes the
+// guesses with the token, checks them (`verify`) and reports back here what it kept (`checked`); everything
+// about whether a guess is worth a position of the batch lives in this file, nothing about the batch.
+import type { Token } from "node-llama-cpp";
+import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
+
+/**
+ * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
+ * shared among the evaluations on the loop (8 each for one or two, 4 each for four), so that the steps of
+ * several streams do not grow into a prompt's batch.
+ */
+export const SPECULATION_BATCH_GUESSES = 16;
+/**
+ * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
+ * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
+ * as that stays at least SPECULATION_KEEP_ALONE (a lone sequence: its decode reads the weights for one token
+ * and a few more cost little) or SPECULATION_KEEP_BUSY (several: their steps already fill the batch, and on
+ * a CPU each guess costs nearly a token's time, so only guesses that are nearly always kept pay: bench:spec's
+ * peer model, whose loops keep 83%, ran four streams at 0.73 to 0.94 of their speed without guesses at 0.5).
+ * keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows each verification's share of kept positions
+ * (docs/performance.md section 27). Tuned on a 2-core CPU; a GPU, whose decode of a few more tokens costs
+ * little even when busy, would take more (not measured: no GPU was lent).
+ */
+export const SPECULATION_KEEP_ALONE = 0.15;
+export const SPECULATION_KEEP_BUSY = 0.85;
+export const SPECULATION_FIRST_KEEP_RATE = 0.9;
+
+/**
+ * And when its guesses fail: after a verification that accepted none, a sequence makes no guess for the next
+ * 2, 4, 8, ... tokens (at most this many), until one is accepted again.
+ */
+export const SPECULATION_MAX_WAIT = 64;
+
+/**
+ * How many guesses a step may check for a track that keeps a guessed position with probability `keepRate`:
+ * as far as the chance of reaching that position stays at the threshold for the evaluations on the loop.
+ */
+export function guessLength(keepRate: number, live: number): number {
+  const threshold = live <= 1 ? SPECULATION_KEEP_ALONE : SPECULATION_KEEP_BUSY;
+  if (keepRate >= 1) return Number.MAX_SAFE_INTEGER;
+  if (keepRate <= threshold) return 0;
+  return Math.floor(Math.log(threshold) / Math.log(keepRate));
+}
+
+/**
+ * One evaluation's guessing: the index of its sequence's bigrams (made at the first guess), how often its
+ * guessed positions were kept (keepRate), and its back-off after verifications that kept none.
+ */
+export class Guesser {
+  private keepRate = SPECULATION_FIRST_KEEP_RATE;
+  /** Verifications in a row that kept no guess. */
+  private misses = 0;
+  /** Tokens to go before the next guess. */
+  private wait = 0;
+  private lookup: PromptLookupIndex | null = null;
+
+  /**
+   * The tokens prompt lookup guesses to follow `token` after `context` (the sequence's tokens), at most
+   * `limit` and this evaluation's share of SPECULATION_BATCH_GUESSES among the `live` evaluations on the loop;
+   * none while the back-off waits or guesses are kept too seldom to be worth a position. Each call is a
+   * token: the back-off counts it.
+   */
+  guess(context: ArrayLike<number>, token: Token, limit: number, live: number): Token[] {
+    if (this.wait > 0) {
+      this.wait--;
+      return [];
+    }
+    const length = guessLength(this.keepRate, live);
+    if (length === 0) {
+      // Too few kept to be worth a position: no guess, and the estimate drifts back up by each token, so that
+      // a later stretch the conversation repeats is tried again.
+      this.keepRate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - this.keepRate);
+      return [];
+    }
+    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
+    if (maxDraft <= 0) return [];
+    return (this.lookup ??= new PromptLookupIndex()).draft(context, token, maxDraft) as Token[];
+  }
+
+  /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
+  wouldGuess(context: ArrayLike<number>, token: Token): boolean {
+    return this.wait === 0 && guessLength(this.keepRate, 1) > 0 && (this.lookup ??= new PromptLookupIndex()).draft(context, token, 1).length > 0;
+  }
+
+  /** A token made without a step of the loop's (a solo run's): the back-off counts it. */
+  passed(): void {
+    if (this.wait > 0) this.wait--;
+  }
+
+  /** A verification checked `drafted` guesses and kept the first `kept` of them. */
+  checked(drafted: number, kept: number): void {
+    // The positions checked: those kept, and the one that refused its guess (none when all were kept).
+    this.keepRate = 0.7 * this.keepRate + 0.3 * (kept / Math.min(drafted, kept + 1));
+    if (kept > 0) this.misses = 0;
+    else {
+      this.misses++;
+      this.wait = Math.min(SPECULATION_MAX_WAIT, 2 ** this.misses);
+    }
+  }
+}
