@@ -274,9 +274,9 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
   return app;
 }
 
-/** /health's `speculation` (docs/api.md, "Health"): the counts with the acceptance rate, null before a guess. */
+/** /health's `speculation` (docs/api.md, "Health"): EngineHost.speculation() in the wire's names. */
 function speculationBody(counts: SpeculationCounts | null) {
   if (!counts) return null;
-  const { mode, draftedTokens, acceptedTokens } = counts;
-  return { mode, drafted_tokens: draftedTokens, accepted_tokens: acceptedTokens, acceptance_rate: draftedTokens > 0 ? acceptedTokens / draftedTokens : null };
+  const { mode, draftedTokens, acceptedTokens, acceptanceRate } = counts;
+  return { mode, drafted_tokens: draftedTokens, accepted_tokens: acceptedTokens, acceptance_rate: acceptanceRate };
 }

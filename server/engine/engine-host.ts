@@ -300,7 +300,8 @@ export class EngineHost {
   speculation(): SpeculationCounts | null {
     const mode = this.status().model?.speculation;
     if (!mode) return null;
-    return { mode, draftedTokens: this.usage.draftedTokens, acceptedTokens: this.usage.acceptedDraftTokens };
+    const { draftedTokens, acceptedDraftTokens } = this.usage;
+    return { mode, draftedTokens, acceptedTokens: acceptedDraftTokens, acceptanceRate: draftedTokens > 0 ? acceptedDraftTokens / draftedTokens : null };
   }
 
   status(): EngineStatus {

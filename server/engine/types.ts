@@ -156,6 +156,8 @@ export interface SpeculationCounts {
   mode: "prompt-lookup" | "off";
   draftedTokens: number;
   acceptedTokens: number;
+  /** accepted ÷ drafted; null before any guess. */
+  acceptanceRate: number | null;
 }
 
 export interface Engine {

@@ -2,7 +2,7 @@
 // engines"): the window's form (Server page) writes them, server/index.ts reads them at start when no flag or
 // environment variable names upstreams, `svc models list` mentions them. Only settings and their shapes here:
 // no node-llama-cpp, so the console and the CLI can read them without loading the engine.
-import { checkUpstreamUrl, type UpstreamUrlProblem } from "../core/upstream-url.js";
+import { checkUpstreamUrl, upstreamUrlProblemText, type UpstreamUrlProblem } from "../core/upstream-url.js";
 import type { UpstreamTarget } from "./upstream-client.js";
 
 /** The upstreams: [{"url": ..., "key": ...}] as JSON, in order (key absent: none). */
@@ -58,4 +58,41 @@ export function writeUpstreamsSetting(targets: readonly UpstreamTarget[]): strin
 /** The stored affinity: true (on), false (off, round-robin), undefined (none saved: the default, on). */
 export function readUpstreamAffinitySetting(value: string | undefined): boolean | undefined {
   return value === "on" ? true : value === "off" ? false : undefined;
+}
+
+/**
+ * The list the window's form saves (console setUpstreams): its addresses checked as the command line's are,
+ * in order and none twice, each with `key` (a string: that key for every one; null: none; undefined: the key
+ * saved for that address, else the one all saved ones shared). Throws UpstreamSettingError in words the
+ * window shows.
+ */
+export function upstreamsToSave(urls: unknown, key: unknown, saved: readonly UpstreamTarget[]): UpstreamTarget[] {
+  if (!Array.isArray(urls) || urls.some((u) => typeof u !== "string")) throw new UpstreamSettingError("Upstreams are a list of addresses and an affinity (on or off).", "shape");
+  if (urls.length > MAX_UPSTREAMS) throw new UpstreamSettingError(`At most ${MAX_UPSTREAMS} upstream servers.`, "too_many");
+  if (key !== undefined && key !== null && (typeof key !== "string" || !validUpstreamKey(key)))
+    throw new UpstreamSettingError("An upstream key is up to 1,024 letters, digits and punctuation, without spaces.", "key");
+  const list: string[] = [];
+  for (const text of urls as string[]) {
+    const checked = checkUpstreamUrl(text);
+    if ("problem" in checked) throw new UpstreamSettingError(`${text.trim() || "An empty address"}: ${upstreamUrlProblemText(checked.problem)}`, checked.problem);
+    if (list.some((u) => u.toLowerCase() === checked.url.toLowerCase())) throw new UpstreamSettingError(`${checked.url} is in the list twice.`, "duplicate");
+    list.push(checked.url);
+  }
+  const { shared } = savedKeys(saved);
+  const keyOf = (url: string): string => (key === null ? "" : typeof key === "string" ? key : (saved.find((u) => u.url === url)?.key ?? shared ?? ""));
+  return list.map((url) => ({ url, ...(keyOf(url) ? { key: keyOf(url) } : {}) }));
+}
+
+/**
+ * What the saved keys are, never the keys: none, one for every upstream (`shared`), or one of their own for
+ * each; and the shared key's last four characters when it is long enough (16 or more) to spare them.
+ */
+export function savedKeys(saved: readonly UpstreamTarget[]): { keys: "none" | "one" | "each"; shared: string | null; hint: string | null } {
+  const keys = new Set(saved.map((u) => u.key ?? ""));
+  const shared = keys.size === 1 && !keys.has("") ? [...keys][0]! : null;
+  return {
+    keys: saved.every((u) => !u.key) ? "none" : shared !== null ? "one" : "each",
+    shared,
+    hint: shared !== null && shared.length >= 16 ? shared.slice(-4) : null,
+  };
 }

@@ -224,17 +224,26 @@ describe("console calls", () => {
   it("says what the engine reports of speculative decoding, with the acceptance rate", async () => {
     // The scripted engine's model names no speculation mode (as an upstream one): null.
     expect((await call<StatusView>("status")).speculation).toBeNull();
-    const spy = vi.spyOn(server.engineHost, "speculation");
+    // A model of the built-in engine's, and the host's usage totals as generations leave them.
+    const host = server.engineHost;
+    const real = host.status.bind(host);
+    const spy = vi.spyOn(host, "status").mockImplementation(() => {
+      const status = real();
+      return { ...status, model: { ...(status.model ?? ({} as NonNullable<typeof status.model>)), speculation: "prompt-lookup" } };
+    });
+    const before = { ...host.usage };
     try {
-      spy.mockImplementation(() => ({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901 }));
+      host.usage.draftedTokens = 0;
+      host.usage.acceptedDraftTokens = 0;
+      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
+      host.usage.draftedTokens = 1234;
+      host.usage.acceptedDraftTokens = 901;
       expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
-      spy.mockImplementation(() => ({ mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0 }));
-      expect((await call<StatusView>("status")).speculation).toMatchObject({ acceptanceRate: null });
-      spy.mockImplementation(() => null);
-      expect((await call<StatusView>("status")).speculation).toBeNull();
     } finally {
       spy.mockRestore();
+      Object.assign(host.usage, before);
     }
+    expect((await call<StatusView>("status")).speculation).toBeNull();
   });
 
   it("counts API requests and errors for the Server page", async () => {

@@ -9,22 +9,21 @@ import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
-import { checkUpstreamUrl, upstreamUrlProblemText } from "../../core/upstream-url.js";
 import { engineBuildHint } from "../../engine/engine-build.js";
 import type { UpstreamTarget } from "../../engine/upstream-client.js";
 import {
-  MAX_UPSTREAMS,
   readUpstreamAffinitySetting,
   readUpstreamsSetting,
+  savedKeys,
   UPSTREAM_AFFINITY_SETTING,
   UPSTREAMS_SETTING,
-  validUpstreamKey,
+  UpstreamSettingError,
+  upstreamsToSave,
   writeUpstreamsSetting,
 } from "../../engine/upstream-settings.js";
 import { WARM_START_MIN_TOKENS } from "../../engine/warm-start.js";
 import type { FastifyInstance } from "fastify";
 import type { EngineHost } from "../../engine/engine-host.js";
-import type { SpeculationCounts } from "../../engine/types.js";
 import type { Scheduler } from "../../pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { Store } from "../../store/store.js";
@@ -51,7 +50,6 @@ import type {
   ModelsView,
   PasswordResetView,
   ServerInfo,
-  SpeculationView,
   StatusView,
   UpstreamsSettingView,
   WarmStartView,
@@ -295,13 +293,12 @@ export class ConsoleService implements ConsoleApi {
 
   private upstreamsView(): UpstreamsSettingView {
     const saved = this.savedUpstreams();
-    const keys = new Set(saved.map((u) => u.key ?? ""));
-    const one = keys.size === 1 && !keys.has("") ? [...keys][0]! : null;
+    const { keys, hint } = savedKeys(saved);
     const running = this.server.upstreams;
     return {
       urls: saved.map((u) => u.url),
-      keys: saved.every((u) => !u.key) ? "none" : one !== null ? "one" : "each",
-      keyHint: one !== null && one.length >= 16 ? one.slice(-4) : null,
+      keys,
+      keyHint: hint,
       affinity: readUpstreamAffinitySetting(this.server.store.settings.get(UPSTREAM_AFFINITY_SETTING)?.value) ?? true,
       fromStartup: running.fromStartup,
       affinityFromStartup: running.affinityFromStartup,
@@ -347,7 +344,7 @@ export class ConsoleService implements ConsoleApi {
             buildHint: engineBuildHint(hardware.gpu),
           }
         : null,
-      speculation: speculationView(this.server.engineHost.speculation()),
+      speculation: this.server.engineHost.speculation(),
       gpuPreference: this.server.models.gpuPreference(),
       cpuCores: hardware.cpuCores,
       ramTotalBytes: hardware.ramTotalBytes,
@@ -703,25 +700,16 @@ export class ConsoleService implements ConsoleApi {
   }
 
   async setUpstreams(input: { urls: string[]; key?: string | null; affinity: boolean }): Promise<ServerInfo> {
-    const refuse = (message: string) => new AppError("invalid_request", message, { code: "invalid_upstream" });
     const { urls, key, affinity } = (input ?? {}) as { urls?: unknown; key?: unknown; affinity?: unknown };
-    if (!Array.isArray(urls) || urls.some((u) => typeof u !== "string") || typeof affinity !== "boolean")
-      throw refuse("Upstreams are a list of addresses and an affinity (on or off).");
-    if (urls.length > MAX_UPSTREAMS) throw refuse(`At most ${MAX_UPSTREAMS} upstream servers.`);
-    if (key !== undefined && key !== null && (typeof key !== "string" || !validUpstreamKey(key)))
-      throw refuse("An upstream key is up to 1,024 letters, digits and punctuation, without spaces.");
-    const list: string[] = [];
-    for (const text of urls as string[]) {
-      const checked = checkUpstreamUrl(text);
-      if ("problem" in checked) throw refuse(`${text.trim() || "An empty address"}: ${upstreamUrlProblemText(checked.problem)}`);
-      if (list.some((u) => u.toLowerCase() === checked.url.toLowerCase())) throw refuse(`${checked.url} is in the list twice.`);
-      list.push(checked.url);
+    let targets: UpstreamTarget[];
+    try {
+      if (typeof affinity !== "boolean") throw new UpstreamSettingError("Upstreams are a list of addresses and an affinity (on or off).", "shape");
+      targets = upstreamsToSave(urls, key, this.savedUpstreams());
+    } catch (err) {
+      if (err instanceof UpstreamSettingError) throw new AppError("invalid_request", err.message, { code: "invalid_upstream" });
+      throw err;
     }
-    const saved = this.savedUpstreams();
-    const savedKeys = new Set(saved.map((u) => u.key ?? ""));
-    const shared = savedKeys.size === 1 ? [...savedKeys][0]! : "";
-    const keyOf = (url: string): string => (key === null ? "" : typeof key === "string" ? key : (saved.find((u) => u.url === url)?.key ?? shared));
-    const targets = list.map((url) => ({ url, ...(keyOf(url) ? { key: keyOf(url) } : {}) }));
+    const list = targets.map((t) => t.url);
     if (targets.length === 0) this.server.store.settings.delete(UPSTREAMS_SETTING);
     else this.server.store.settings.set(UPSTREAMS_SETTING, writeUpstreamsSetting(targets));
     this.server.store.settings.set(UPSTREAM_AFFINITY_SETTING, affinity ? "on" : "off");
@@ -755,11 +743,6 @@ function describeSettings(settings: ModelLoadSettings): string {
 }
 
 /** The stored port setting, or null when it is unset or not a port. */
-/** The engine's counts with the acceptance rate (accepted ÷ drafted; null before any draft). */
-function speculationView(spec: SpeculationCounts | null): SpeculationView | null {
-  if (!spec) return null;
-  return { ...spec, acceptanceRate: spec.draftedTokens > 0 ? spec.acceptedTokens / spec.draftedTokens : null };
-}
 
 export function parsePortSetting(value: string | undefined): number | null {
   const port = Number(value);
