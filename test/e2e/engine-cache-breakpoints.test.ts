@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CanonicalMessage, ToolDefinition } from "../../server/core/inference.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import type { CacheBreakpoint, EngineEvent, EngineRequest } from "../../server/engine/types.js";
+import { engineRequest } from "../support/engine-request.js";
 
 let engine: LlamaEngine;
 
@@ -16,19 +17,7 @@ afterAll(async () => engine.close());
 const text = (t: string, cacheBreakpoint = false) => ({ type: "text" as const, text: t, ...(cacheBreakpoint ? { cacheBreakpoint } : {}) });
 
 function request(messages: CanonicalMessage[], cacheBreakpoints: CacheBreakpoint[], tools: ToolDefinition[] = []): EngineRequest {
-  return {
-    messages,
-    tools,
-    toolChoice: { type: "none" },
-    parallelToolCalls: true,
-    output: { type: "text" },
-    mode: "fast",
-    reasoningBudget: 0,
-    maxTokens: 3,
-    stopSequences: [],
-    sampling: { temperature: 0 },
-    cacheBreakpoints,
-  };
+  return engineRequest({ messages, tools, toolChoice: { type: "none" }, maxTokens: 3, cacheBreakpoints });
 }
 
 async function run(r: EngineRequest) {

@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { LlamaEngine } from "../../server/engine/llama-engine.js";
-import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
+import type { EngineRequest } from "../../server/engine/types.js";
 import { spyOnBinding } from "../support/binding-spy.js";
+import { engineRequest, userMessage } from "../support/engine-request.js";
 
 let engine: LlamaEngine;
 /**
@@ -21,18 +22,7 @@ let dir: string;
 // A small model with random weights that never ends its turn: every answer runs to max_tokens.
 const SHAPE = { nEmbd: 64, nLayers: 1, nHead: 2, nFf: 64, contextLength: 4096, seed: 20 };
 
-const ask = (text: string, maxTokens: number): EngineRequest => ({
-  messages: [{ role: "user", content: [{ type: "text", text }] }],
-  tools: [],
-  toolChoice: { type: "auto" },
-  parallelToolCalls: true,
-  output: { type: "text" },
-  mode: "fast",
-  reasoningBudget: 0,
-  maxTokens,
-  stopSequences: [],
-  sampling: { temperature: 0 },
-});
+const ask = (text: string, maxTokens: number): EngineRequest => engineRequest({ messages: userMessage(text), maxTokens });
 
 async function answer(request: EngineRequest, signal = new AbortController().signal, on: LlamaEngine = engine): Promise<{ text: string; tokens: number }> {
   let text = "";

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { spyOnBinding } from "../support/binding-spy.js";
+import { take } from "../support/take-tokens.js";
 
 let dir: string;
 let model: LlamaModel;
@@ -27,16 +28,6 @@ afterAll(async () => {
 });
 
 const prompt = (text: string) => model.tokenize(`<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`, true);
-
-async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (taken: number) => void): Promise<Token[]> {
-  const out: Token[] = [];
-  for await (const { token } of tokens) {
-    out.push(token);
-    each?.(out.length);
-    if (out.length === n) break;
-  }
-  return out;
-}
 
 // The tests that count batches and decodes describe one token a step: speculation's steps (several tokens
 // each, test/e2e/speculation.test.ts) are off there. The others run with it, as the server does, and still

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { greedyTexts } from "../../resources/test-model/tiny-model.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
 import { UpstreamEngine } from "../../server/engine/upstream-engine.js";
+import { engineRequest } from "../support/engine-request.js";
 
 let fake: Server;
 let url: string;
@@ -74,19 +75,7 @@ afterAll(async () => {
   await vocab?.dispose();
 });
 
-const request = (over: Partial<EngineRequest> = {}): EngineRequest => ({
-  messages: [{ role: "user", content: [{ type: "text", text: "Hello" }] }],
-  tools: [],
-  toolChoice: { type: "auto" },
-  parallelToolCalls: true,
-  output: { type: "text" },
-  mode: "fast",
-  reasoningBudget: 0,
-  maxTokens: 100,
-  stopSequences: [],
-  sampling: { temperature: 0 },
-  ...over,
-});
+const request = engineRequest;
 
 async function run(engine: UpstreamEngine, req: EngineRequest): Promise<EngineEvent[]> {
   const events: EngineEvent[] = [];

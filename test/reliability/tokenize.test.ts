@@ -13,6 +13,7 @@ import { renderPromptText, toChatHistory } from "../../server/engine/prompt.js";
 import { longestTokenChars, pieceEnd, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "../../server/engine/prompt-tokens.js";
 import type { EngineRequest } from "../../server/engine/types.js";
 import { InferencePipeline } from "../../server/pipeline/pipeline.js";
+import { engineRequest } from "../support/engine-request.js";
 
 let model: LlamaModel;
 let wrapper: ChatWrapper;
@@ -122,18 +123,7 @@ describe("the prompt of a deeply nested tool call", () => {
 });
 
 describe("the engine and the pipeline", () => {
-  const request = (text: string): EngineRequest => ({
-    messages: user(text),
-    tools: [],
-    toolChoice: { type: "auto" },
-    parallelToolCalls: true,
-    output: { type: "text" },
-    mode: "fast",
-    reasoningBudget: 0,
-    maxTokens: 4,
-    stopSequences: [],
-    sampling: { temperature: 0 },
-  });
+  const request = (text: string): EngineRequest => engineRequest({ messages: user(text), maxTokens: 4 });
 
   it("the engine answers 400 context_length_exceeded for a prompt over the context, after reading only the context's worth", async () => {
     const started = performance.now();

@@ -10,6 +10,7 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { spyOnBinding } from "./binding-spy.js";
+import { take } from "./take-tokens.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-solo-"));
 const llama = await loadEngineBuild({ logLevel: LlamaLogLevel.error });
@@ -27,16 +28,6 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 /** Disposed sequences come back to the context asynchronously (node-llama-cpp reclaims them under its lock). */
 async function sequencesFree(n: number): Promise<void> {
   while (context.sequencesLeft < n) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
-async function take(tokens: AsyncIterable<{ token: Token }>, n: number, each?: (taken: number) => void): Promise<Token[]> {
-  const out: Token[] = [];
-  for await (const { token } of tokens) {
-    out.push(token);
-    each?.(out.length);
-    if (out.length === n) break;
-  }
-  return out;
 }
 
 let calls: Record<string, number> = {};
