@@ -5,6 +5,7 @@
 // under a time and a memory budget, matrices past a bound are refused before they are built, and the model
 // reads a tool error that says why. The bombs below are smaller than the issue's (each still held the main
 // thread 0.3 to 5 s before), so that running them against the old code stays bearable.
+import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,9 +70,9 @@ describe("the calculator runs apart from the server, under a time and memory bud
     }
   });
 
-  it("an expression past the time budget is stopped at 1 s; one past the memory budget ends its own process; the next one is served", async () => {
+  it("an expression past the time budget is stopped at 1 s of processor time; one past the memory budget ends its own process; the next one is served", async () => {
     const time = await longestStall(() => calculate(TIME_BOMB));
-    expect(time.value.error).toEqual({ code: "calculation_timeout", message: "The calculation took longer than 1 s, the calculator's time limit, and was stopped." });
+    expect(time.value.error).toEqual({ code: "calculation_timeout", message: "The calculation needed more than 1 s of processor time, the calculator's time limit, and was stopped." });
     expect(time.stallMs).toBeLessThan(100);
     const memory = await longestStall(() => calculate(MEMORY_BOMB));
     expect(memory.value.error).toEqual({ code: "calculation_too_large", message: "The calculation needed more than the calculator's 128 MB of memory and was stopped." });
@@ -79,6 +80,23 @@ describe("the calculator runs apart from the server, under a time and memory bud
     // This process is whole (a worker thread past its heap took it down), and the calculator starts again.
     expect((await calculate("sqrt(16) + 1")).result).toEqual({ expression: "sqrt(16) + 1", result: "5" });
     expect((await calculate("a=[1,2,3]; a[2]=5; a")).result).toEqual({ expression: "a=[1,2,3]; a[2]=5; a", result: "[1, 5, 3]" });
+  }, 60_000);
+
+  // CI saw the memory bomb above reported as a timeout: beside the test suite's engines the calculator (then
+  // at the lowest priority, under a wall-clock budget) did not get the third of a second it needed within 1 s.
+  it("an expression that needs a quarter of a second is answered on a machine busy with other work: the budget is processor time", async () => {
+    const busy = Array.from({ length: 4 }, () =>
+      spawn(process.execPath, ["-e", "const end = Date.now() + 30000; while (Date.now() < end);"], { stdio: "ignore" }),
+    );
+    try {
+      // 2^18 calls: about 250 ms of processor time alone, several seconds of wall time beside four busy processes.
+      const expression = "f(x) = x > 0 ? f(x-1) + f(x-1) : 1; f(18)";
+      const started = performance.now();
+      expect((await calculate(expression)).result).toEqual({ expression, result: "2.62144e+5" });
+      console.log(`f(18) beside 4 busy processes: ${Math.round(performance.now() - started)} ms`);
+    } finally {
+      for (const child of busy) child.kill("SIGKILL");
+    }
   }, 60_000);
 
   it("ordinary expressions keep their meaning: one-based indices and dimensions, units, functions", async () => {

@@ -1,11 +1,13 @@
 // Runs the calculator off the server's main thread, under a time and a memory budget: a math.js expression
 // can build huge values or run for minutes from a few characters (kron nested five times: 19 s and 1.6 GB;
 // a 2-D variant was killed by the OOM killer), and a model that follows instructions injected through a
-// file would write one. Expressions run in a child process of their own (workerpool) with a capped heap:
-// one that passes its time budget has the process killed, one that passes the heap ends it by itself, and
-// the tool answers the model with the reason; the next expression gets a fresh process. Not a worker
-// thread: a single large allocation (a string of 128 MB) past a worker's resourceLimits ends the whole
-// server with V8's fatal out-of-memory error, where it ends only this child.
+// file would write one. Expressions run in a child process of their own (workerpool) with a capped heap.
+// The process stops an expression that passes its processor-time budget itself (calculator-worker.ts), so
+// that the budget holds however busy the machine is; one that passes the heap ends the process; the tool
+// answers the model with the reason, and the next expression gets a fresh thread or process. The clock is
+// only a backstop here (a process starved or stuck for 30 s is killed). Not a worker thread of the server:
+// a single large allocation (a string of 128 MB) past a worker's resourceLimits ends the whole process with
+// V8's fatal out-of-memory error, which must be this child and not the server.
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import workerpool from "workerpool";
@@ -13,13 +15,15 @@ import { AppError } from "../../core/errors.js";
 import type { CalculatorAnswer, CalculatorResult } from "./calculator.js";
 
 export interface CalculatorBudget {
-  /** Time for one expression once its process has it; default 1 s. */
+  /** Processor time for one expression once its process has it; default 1 s. */
   timeMs: number;
   /** The process's heap (math.js takes about 40 MB of it); default 128 MB. */
   heapMb: number;
+  /** Wall time for one expression, a backstop for a process that gets no processor; default 30 s. */
+  wallMs: number;
 }
 
-export const DEFAULT_CALCULATOR_BUDGET: CalculatorBudget = { timeMs: 1000, heapMb: 128 };
+export const DEFAULT_CALCULATOR_BUDGET: CalculatorBudget = { timeMs: 1000, heapMb: 128, wallMs: 30_000 };
 
 /** A process starting (loading math.js) may take this long on a busy machine. */
 const STARTUP_MS = 30_000;
@@ -64,14 +68,15 @@ export class CalculatorPool {
       const pool = await this.ready();
       let answer: CalculatorAnswer;
       try {
-        // The time budget starts when the process takes the expression, not while it waits.
-        answer = (await pool.exec("evaluate", [expression]).timeout(this.budget.timeMs)) as CalculatorAnswer;
+        // The backstop starts when the process takes the expression, not while it waits.
+        answer = (await pool.exec("evaluate", [expression, this.limits()]).timeout(this.budget.wallMs)) as CalculatorAnswer;
       } catch (err) {
-        // The process was killed (time) or ended (memory): the next one starts cold.
+        // The process was killed (the backstop) or ended (memory): the next one starts cold.
         this.warm = false;
-        throw this.budgetError(err);
+        throw this.processError(err);
       }
       if (answer.ok) return answer.value;
+      if ("limit" in answer) throw this.limitError(answer.limit, answer.message);
       throw new AppError("invalid_request", answer.message, { code: answer.code, param: "expression" });
     } finally {
       this.running--;
@@ -129,7 +134,7 @@ export class CalculatorPool {
       }
       const pool = this.pool;
       try {
-        await pool.exec("evaluate", ["0"]).timeout(STARTUP_MS);
+        await pool.exec("evaluate", ["0", this.limits()]).timeout(STARTUP_MS);
         this.warm = true;
       } catch (err) {
         // Unless stop() has already taken it: a second terminate replaces workerpool's completion callback,
@@ -145,18 +150,37 @@ export class CalculatorPool {
     return this.starting;
   }
 
-  private budgetError(err: unknown): AppError {
-    const error = err as Error;
-    if (error instanceof workerpool.Promise.TimeoutError)
-      return new AppError("invalid_request", `The calculation took longer than ${this.budget.timeMs / 1000} s, the calculator's time limit, and was stopped.`, {
+  private limits(): { cpuMs: number; heapMb: number } {
+    return { cpuMs: this.budget.timeMs, heapMb: this.budget.heapMb };
+  }
+
+  /** An expression its process stopped: past the processor time or the heap, or its thread failed. */
+  private limitError(limit: "time" | "memory" | "failed", detail: string): AppError {
+    if (limit === "time")
+      return new AppError("invalid_request", `The calculation needed more than ${this.budget.timeMs / 1000} s of processor time, the calculator's time limit, and was stopped.`, {
         code: "calculation_timeout",
         param: "expression",
       });
-    if (/terminated unexpectedly/i.test(error.message))
-      return new AppError("invalid_request", `The calculation needed more than the calculator's ${this.budget.heapMb} MB of memory and was stopped.`, {
-        code: "calculation_too_large",
+    if (limit === "memory") return this.memoryError();
+    return new AppError("internal", `The calculator failed: ${detail}`, { code: "calculator_failed" });
+  }
+
+  private memoryError(): AppError {
+    return new AppError("invalid_request", `The calculation needed more than the calculator's ${this.budget.heapMb} MB of memory and was stopped.`, {
+      code: "calculation_too_large",
+      param: "expression",
+    });
+  }
+
+  /** The process itself failed the expression: the backstop killed it, it ran out of heap, or the queue is full. */
+  private processError(err: unknown): AppError {
+    const error = err as Error;
+    if (error instanceof workerpool.Promise.TimeoutError)
+      return new AppError("invalid_request", `The calculation did not finish within ${this.budget.wallMs / 1000} s and was stopped; the machine may be busy, try again.`, {
+        code: "calculation_timeout",
         param: "expression",
       });
+    if (/terminated unexpectedly/i.test(error.message)) return this.memoryError();
     if (/max queue size/i.test(error.message)) return new AppError("rate_limit", "The calculator is busy; try again in a moment.", { code: "calculator_busy" });
     return new AppError("internal", `The calculator failed: ${error.message}`, { code: "calculator_failed" });
   }

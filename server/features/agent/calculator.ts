@@ -8,8 +8,14 @@
 import { all, create, type Matrix } from "mathjs";
 import { AppError, invalidRequest } from "../../core/errors.js";
 
-/** What the calculator's process sends back for one expression: its result, or why it has none (plain data). */
-export type CalculatorAnswer = { ok: true; value: CalculatorResult } | { ok: false; message: string; code: string };
+/**
+ * What the calculator's process sends back for one expression (plain data): its result, why it has none, or
+ * which budget stopped it ("failed": its thread ended for another reason, given in `message`).
+ */
+export type CalculatorAnswer =
+  | { ok: true; value: CalculatorResult }
+  | { ok: false; message: string; code: string }
+  | { ok: false; limit: "time" | "memory" | "failed"; message: string };
 
 export const MAX_EXPRESSION_CHARS = 500;
 const MAX_RESULT_CHARS = 2000;
