@@ -277,6 +277,6 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
 /** /health's `speculation` (docs/api.md, "Health"): EngineHost.speculation() in the wire's names. */
 function speculationBody(counts: SpeculationCounts | null) {
   if (!counts) return null;
-  const { mode, draftedTokens, acceptedTokens, acceptanceRate } = counts;
-  return { mode, drafted_tokens: draftedTokens, accepted_tokens: acceptedTokens, acceptance_rate: acceptanceRate };
+  const { mode, draftModel, draftedTokens, acceptedTokens, acceptanceRate } = counts;
+  return { mode, draft_model: draftModel, drafted_tokens: draftedTokens, accepted_tokens: acceptedTokens, acceptance_rate: acceptanceRate };
 }

@@ -11,7 +11,7 @@ const SERVE_USAGE = `  svc serve [--host 127.0.0.1] [--port N|0] [--data-dir DIR
             [--headers-timeout S] [--request-timeout S] [--keep-alive-timeout S] [--stream-write-timeout S]
             [--max-connections N] [--connections-per-client N] [--idle-connections-per-client N]
             [--audit-retention-days N] [--console-session-minutes N] [--engine-restart-limit N]
-            [--warm-start on|off] [--warm-start-max-gb N] [--speculation prompt-lookup|off]
+            [--warm-start on|off] [--warm-start-max-gb N] [--speculation prompt-lookup|off] [--draft-model FILE]
             [--upstream URL[,URL...] [--upstream-key KEY[,KEY...]] [--upstream-affinity on|off]]`;
 const KEYS_USAGE = `  svc keys create [--data-dir DIR] [--account NAME] [--name LABEL] [--reasoning-trace]
   svc keys list [--data-dir DIR] [--account NAME] [--json]
@@ -41,10 +41,13 @@ it changes. SIGHUP reloads the model; Ctrl+C finishes the requests in flight, th
 Environment: SVC_HOST, SVC_PORT, SVC_DATA_DIR, SVC_MODEL, SVC_THREADS, SVC_SEQUENCES, SVC_CONTEXT_SIZE,
 SVC_GPU, SVC_MMAP, SVC_LOG_LEVEL, SVC_CORS_ORIGINS, SVC_CONCURRENCY_LIMIT, SVC_QUEUE_LIMIT, SVC_AGENT_RUNS_LIMIT,
 SVC_ENGINE_RESTART_LIMIT, SVC_WARM_START, SVC_WARM_START_MAX_GB, SVC_AUDIT_RETENTION_DAYS, SVC_CONSOLE_SESSION_MINUTES,
-SVC_UPSTREAM, SVC_UPSTREAM_KEY, SVC_UPSTREAM_AFFINITY, SVC_SPECULATION. Flags win over the environment.
+SVC_UPSTREAM, SVC_UPSTREAM_KEY, SVC_UPSTREAM_AFFINITY, SVC_SPECULATION, SVC_DRAFT_MODEL. Flags win over the environment.
 --speculation: prompt-lookup (the default) guesses the next tokens from the conversation (an edited file is
 mostly the file it was given) and checks them in one step; answers are the same as with off, only faster
 where they repeat their prompt (docs/api.md, "Speculation").
+--draft-model: guess with a small model of the same family instead (a path, or a file in the models folder;
+e.g. a 0.5B beside a 7B): it writes a few tokens ahead and the served model checks them in one step; answers
+stay the same. A model's own setting (the window's Models page) wins over it.
 --upstream: generate on llama-server replicas (its /completion) instead of the built-in engine; --model (or
 the active model) must be the GGUF they serve, read here for its tokenizer and chat template only. Several
 URLs: requests spread over them with prefix affinity (--upstream-affinity off: round-robin), a failed one is

@@ -58,6 +58,7 @@ async function serve(argv: string[]): Promise<void> {
       "upstream-key": { type: "string" },
       "upstream-affinity": { type: "string" },
       speculation: { type: "string" },
+      "draft-model": { type: "string" },
     },
     strict: true,
   });

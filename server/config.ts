@@ -62,6 +62,11 @@ export interface ServeConfig {
   upstreamAffinity?: boolean;
   /** Speculation (--speculation prompt-lookup|off / SVC_SPECULATION): prompt lookup's guesses checked as answers are written; undefined: on. */
   speculation?: "prompt-lookup" | "off";
+  /**
+   * A draft model for speculation (--draft-model FILE / SVC_DRAFT_MODEL: a path, or a file in the models
+   * folder), a small GGUF with the served model's vocabulary; undefined: prompt lookup (or a model's own setting).
+   */
+  draftModel?: string;
 }
 
 export const APP_NAME = "svc-desktop";
@@ -119,7 +124,8 @@ export type Flags = Partial<
     | "upstream"
     | "upstream-key"
     | "upstream-affinity"
-    | "speculation",
+    | "speculation"
+    | "draft-model",
     string
   >
 > & { lan?: boolean };
@@ -229,5 +235,6 @@ export function resolveServeConfig(flags: Flags, env: NodeJS.ProcessEnv = proces
     upstreams: parseUpstreams(pick("upstream", "SVC_UPSTREAM"), pick("upstream-key", "SVC_UPSTREAM_KEY")),
     upstreamAffinity: onOff("upstream-affinity", pick("upstream-affinity", "SVC_UPSTREAM_AFFINITY")),
     speculation: speculationSetting(pick("speculation", "SVC_SPECULATION")),
+    draftModel: pick("draft-model", "SVC_DRAFT_MODEL")?.trim() || undefined,
   };
 }

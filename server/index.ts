@@ -19,6 +19,7 @@ import { Ingest } from "./ingest/ingest.js";
 import { IngestPool } from "./ingest/ingest-pool.js";
 import { RECOMMENDED_MODEL } from "./features/models/model-sources.js";
 import { GPU_PREFERENCE_SETTING, GPU_PREFERENCES, ModelsService } from "./features/models/models-service.js";
+import { resolveModelFile } from "./features/models/models-folder.js";
 import type { GpuPreference } from "./engine/resource-plan.js";
 import { buildApp } from "./app.js";
 import { lanWarning, MachineNames } from "./http/lan.js";
@@ -121,6 +122,9 @@ export interface StartOptions {
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel), options: StartOptions = {}): Promise<RunningServer> {
   checkExposure(config);
   if (config.modelPath) await checkModelFile(config.modelPath);
+  // --draft-model: a path, or a file in the models folder (as the window's per-model setting names one).
+  const draftModelPath = config.draftModel ? resolveModelFile(config.dataDir, config.draftModel).path : undefined;
+  if (draftModelPath) await checkModelFile(draftModelPath);
   const lock = lockDataDir(config);
   let store: Store;
   try {
@@ -148,7 +152,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const warm = config.warmStart ?? store.settings.get(WARM_START_SETTING)?.value === "on";
   const warmStartMaxBytes = (config.warmStartMaxGb ?? 8) * 2 ** 30;
   const warmStart = warm ? { dir: warmStartDir(config.dataDir), maxBytes: warmStartMaxBytes } : undefined;
-  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, speculation: config.speculation, log };
+  const engineOptions = { threads: config.threads, sequences: config.sequences, contextSize: config.contextSize, gpu, mmap: config.mmap, warmStart, speculation: config.speculation, draftModelPath, log };
   const models = new ModelsService({
     store,
     dataDir: config.dataDir,

@@ -36,6 +36,7 @@ export function downloadPhaseLabel(phase: string): string {
 /** A speculation mode as words: "prompt-lookup" is "Prompt lookup"; one not known yet, its own name. */
 export function speculationModeLabel(mode: string): string {
   if (mode === "prompt-lookup") return "Prompt lookup";
+  if (mode === "draft-model") return "Draft model";
   if (mode === "off") return "Off";
   const words = mode.replace(/[-_]/g, " ");
   return words.charAt(0).toUpperCase() + words.slice(1);
@@ -44,13 +45,14 @@ export function speculationModeLabel(mode: string): string {
 /**
  * The Server page's line on speculative decoding (issue 44), or null where there is nothing to say: no model
  * loaded, a model served upstream, or a server that does not report it. "Prompt lookup, 73% of 1,234 drafted
- * tokens accepted"; "Prompt lookup, no drafts yet"; "Off".
+ * tokens accepted"; "Draft model Qwen2.5 0.5B, 61% of 980 drafted tokens accepted"; "Prompt lookup, no drafts
+ * yet"; "Off".
  */
 export function speculationLabel(
-  spec: { mode: string; draftedTokens: number; acceptedTokens: number; acceptanceRate?: number | null } | null | undefined,
+  spec: { mode: string; draftModel?: string | null; draftedTokens: number; acceptedTokens: number; acceptanceRate?: number | null } | null | undefined,
 ): string | null {
   if (!spec) return null;
-  const mode = speculationModeLabel(spec.mode);
+  const mode = `${speculationModeLabel(spec.mode)}${spec.mode === "draft-model" && spec.draftModel ? ` ${spec.draftModel}` : ""}`;
   if (spec.mode === "off") return mode;
   const rate = typeof spec.acceptanceRate === "number" ? spec.acceptanceRate : spec.draftedTokens > 0 ? spec.acceptedTokens / spec.draftedTokens : null;
   if (rate === null || !(spec.draftedTokens > 0)) return `${mode}, no drafts yet`;

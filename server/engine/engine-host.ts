@@ -301,7 +301,8 @@ export class EngineHost {
     const mode = this.status().model?.speculation;
     if (!mode) return null;
     const { draftedTokens, acceptedDraftTokens } = this.usage;
-    return { mode, draftedTokens, acceptedTokens: acceptedDraftTokens, acceptanceRate: draftedTokens > 0 ? acceptedDraftTokens / draftedTokens : null };
+    const draftModel = this.status().model?.draftModel?.name ?? null;
+    return { mode, draftModel, draftedTokens, acceptedTokens: acceptedDraftTokens, acceptanceRate: draftedTokens > 0 ? acceptedDraftTokens / draftedTokens : null };
   }
 
   status(): EngineStatus {

@@ -51,6 +51,7 @@ import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loo
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 import { describeGpu, loadRuntime } from "./llama-runtime.js";
+import { DraftModel } from "./draft-model.js";
 
 export type { GpuPreference } from "./resource-plan.js";
 
@@ -82,6 +83,11 @@ export interface LlamaEngineOptions {
   tokenPaths?: TokenPaths;
   /** Speculation (--speculation); undefined: as tokenPaths (or the environment) says. */
   speculation?: "prompt-lookup" | "off";
+  /**
+   * A draft model (--draft-model: a small GGUF with this model's vocabulary) whose guesses speculation checks
+   * instead of prompt lookup's; unused when speculation is off.
+   */
+  draftModelPath?: string;
   log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
 }
 
@@ -89,6 +95,20 @@ export interface LlamaEngineOptions {
 function speculationPaths(options: LlamaEngineOptions): TokenPaths {
   const paths = options.tokenPaths ?? tokenPathsFromEnvironment();
   return options.speculation ? { ...paths, speculation: options.speculation !== "off" } : paths;
+}
+
+/** Loads --draft-model beside the served model, saying so in the log; throws AppError where it cannot serve. */
+async function loadDraftModel(
+  llama: Llama,
+  modelPath: string,
+  target: { model: LlamaModel; context: LlamaContext },
+  threads: number,
+  log: LlamaEngineOptions["log"],
+): Promise<DraftModel> {
+  const started = performance.now();
+  const draft = await DraftModel.load({ llama, modelPath, target, threads });
+  log?.("info", `Draft model ${draft.name} loaded for speculation in ${Math.round(performance.now() - started)} ms: its guesses are checked as answers are written.`);
+  return draft;
 }
 
 /**
@@ -214,9 +234,10 @@ export class LlamaEngine implements Engine {
     private readonly gpu: GpuInfo,
     private readonly tokenizeTimeoutMs: number,
     tokenPaths: TokenPaths,
+    private draftModel: DraftModel | null,
   ) {
     // How a token is produced is decided here, once, from the binaries, the model and the load's options.
-    this.loop = new SlotLoop(context, model, tokenPaths);
+    this.loop = new SlotLoop(context, model, tokenPaths, draftModel);
     this.grammars = new GrammarCache(llama);
   }
 
@@ -353,9 +374,17 @@ export class LlamaEngine implements Engine {
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
-      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, speculationPaths(options));
+      const paths = speculationPaths(options);
+      const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, threads, options.log) : null;
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, paths, draft);
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
-      info.speculation = engine.loop.paths.speculation ? "prompt-lookup" : "off";
+      if (draft && !engine.loop.paths.speculation) {
+        options.log?.("warn", `The draft model ${draft.name} is not used: this model's tokens take node-llama-cpp's own path, which checks no guesses.`);
+        await engine.dropDraftModel();
+      }
+      if (options.draftModelPath && !paths.speculation) options.log?.("warn", "--draft-model is not used while --speculation is off.");
+      info.speculation = !engine.loop.paths.speculation ? "off" : engine.draftModelInUse ? "draft-model" : "prompt-lookup";
+      info.draftModel = engine.draftModelInUse ? { name: engine.draftModelInUse.name, path: options.draftModelPath! } : null;
       if (options.projectorPath) await engine.startVision(options.projectorPath, options.log);
       if (options.warmStart)
         engine.warm = new WarmStart(
@@ -541,8 +570,21 @@ export class LlamaEngine implements Engine {
     this.closed = true;
     this.vision?.close();
     this.pool.close();
+    await this.dropDraftModel();
     await this.context.dispose();
     await this.model.dispose();
+  }
+
+  /** The draft model speculation guesses with; null: prompt lookup's guesses (or none). */
+  get draftModelInUse(): DraftModel | null {
+    return this.draftModel;
+  }
+
+  /** Unloads the draft model (the engine closes, or its tokens take a path that checks no guesses). */
+  async dropDraftModel(): Promise<void> {
+    const draft = this.draftModel;
+    this.draftModel = null;
+    await draft?.close();
   }
 
   /** Limits for reading one request's prompts: the context size, the deadline, the client's signal. */

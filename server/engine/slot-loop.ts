@@ -40,6 +40,7 @@
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
+import type { DraftSource } from "./draft-model.js";
 import { Guesser } from "./speculation.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
@@ -142,10 +143,12 @@ interface Ahead {
   track: Track;
   token: Token;
   /**
-   * Speculation: the tokens guessed to follow `token` (prompt lookup), decoded with it in one step; its
-   * sampling then checks them in order (see `verify`). Empty: a plain step.
+   * Speculation: the tokens guessed to follow `token` (prompt lookup or a draft model), decoded with it in
+   * one step; its sampling then checks them in order (see `verify`). Empty: a plain step.
    */
   draft: Token[];
+  /** A draft model writing `draft` (set when it is done): the batch that decodes the token waits for it. */
+  drafting: Promise<void> | null;
   /** Its dispatch let the context go without sampling it: its logits are gone. */
   stale: boolean;
   sampled: boolean;
@@ -305,6 +308,8 @@ export class SlotLoop {
     private readonly context: LlamaContext,
     private readonly model: LlamaModel,
     paths: TokenPaths = tokenPathsFromEnvironment(),
+    /** Speculation's guesses from a draft model (--draft-model) instead of prompt lookup. */
+    private readonly draftModel: DraftSource | null = null,
   ) {
     const binding = (this.context as unknown as { _ctx?: Partial<Binding> })._ctx;
     const sampler = (this.model as unknown as { _llama?: { _bindings?: { AddonSampler?: unknown } } })._llama?._bindings?.AddonSampler;
@@ -332,7 +337,7 @@ export class SlotLoop {
     const extras = [
       this.paths.solo ? "solo runs" : "",
       this.paths.stepSampling ? "sampling in the decode's job" : "",
-      this.paths.speculation ? "prompt-lookup speculation" : "",
+      this.paths.speculation ? (this.draftModel ? "draft-model speculation" : "prompt-lookup speculation") : "",
     ].filter(Boolean);
     return `the slot loop${extras.length ? ` with ${extras.join(" and ")}` : ""}`;
   }
@@ -375,7 +380,7 @@ export class SlotLoop {
       accepted: [],
       // A guessed position is sampled as the token-by-token path would sample it only where the settings are
       // the same for every token and nothing is reported with one (no grammar, penalties or probabilities).
-      guesser: this.paths.speculation && fixed ? new Guesser() : null,
+      guesser: this.paths.speculation && fixed ? new Guesser(this.draftModel, internals._sequenceId) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -655,6 +660,9 @@ export class SlotLoop {
     /** The sampled tokens, handed over once the next batch is on its way (below). */
     const deliveries: Array<() => void> = [];
     try {
+      // A draft model is writing guesses for tokens of this batch: they go in with their guesses.
+      const drafting = this.pendingAhead.flatMap((a) => (a.drafting ? [a.drafting] : []));
+      if (drafting.length > 0) await Promise.all(drafting);
       await withLock([this.context, "context"], async () => {
         // Taken once the context is ours: feeds queued while node-llama-cpp's own work ran join this batch.
         const feeds = this.pending.splice(0).filter((feed) => {
@@ -662,7 +670,9 @@ export class SlotLoop {
           deliveries.push(() => feed.resolve(null));
           return false;
         });
-        aheads = this.pendingAhead.splice(0);
+        // (One queued meanwhile whose guesses are still being written waits for the next batch.)
+        aheads = this.pendingAhead.filter((a) => a.drafting === null);
+        this.pendingAhead = this.pendingAhead.filter((a) => a.drafting !== null);
         if (feeds.length === 0 && aheads.length === 0) return;
         let room = Math.max(0, this.context.batchSize - aheads.reduce((n, a) => n + 1 + a.draft.length, 0));
         const steps = feeds.filter((f) => f.tokens.length <= MAX_STEP_FEED);
@@ -855,15 +865,17 @@ export class SlotLoop {
     if (track.closed || this.model.isEogToken(token) || more <= 0) return;
     const room = this.context.contextSize - 2 - (track.sequence._nextTokenIndex + 1);
     if (room < 0) return;
-    const draft = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room), this.live) ?? [];
+    const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room), this.live) ?? [];
+    const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
-    if (draft.length === 0 && track.guesser !== null && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
+    if (Array.isArray(guessed) && draft.length === 0 && track.guesser !== null && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {
       track,
       token,
       draft,
+      drafting: null,
       stale: false,
       sampled: false,
       dropped: false,
@@ -874,6 +886,17 @@ export class SlotLoop {
       settle,
       error: null,
     };
+    if (!Array.isArray(guessed))
+      ahead.drafting = guessed.then(
+        (tokens) => {
+          ahead.draft = tokens;
+          ahead.drafting = null;
+        },
+        () => {
+          // A draft model that failed guesses nothing this step.
+          ahead.drafting = null;
+        },
+      );
     track.ahead = ahead;
     this.pendingAhead.push(ahead);
   }

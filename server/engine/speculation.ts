@@ -3,6 +3,7 @@
 // guesses with the token, checks them (`verify`) and reports back here what it kept (`checked`); everything
 // about whether a guess is worth a position of the batch lives in this file, nothing about the batch.
 import type { Token } from "node-llama-cpp";
+import type { DraftSource } from "./draft-model.js";
 import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
 
 /**
@@ -43,9 +44,13 @@ export function guessLength(keepRate: number, live: number): number {
   return Math.floor(Math.log(threshold) / Math.log(keepRate));
 }
 
+/** A draft model's guesses for one step, at most (llama-server's --draft-max default). */
+export const DRAFT_MODEL_MAX_GUESSES = 16;
+
 /**
- * One evaluation's guessing: the index of its sequence's bigrams (made at the first guess), how often its
- * guessed positions were kept (keepRate), and its back-off after verifications that kept none.
+ * One evaluation's guessing: where its guesses come from (prompt lookup's index of its sequence's bigrams, made
+ * at the first guess, or a draft model), how often its guessed positions were kept (keepRate), and its
+ * back-off after verifications that kept none.
  */
 export class Guesser {
   private keepRate = SPECULATION_FIRST_KEEP_RATE;
@@ -55,13 +60,19 @@ export class Guesser {
   private wait = 0;
   private lookup: PromptLookupIndex | null = null;
 
+  /** `draftModel`: guesses from it (for the served sequence `sequenceId`) instead of prompt lookup. */
+  constructor(
+    private readonly draftModel: DraftSource | null = null,
+    private readonly sequenceId = 0,
+  ) {}
+
   /**
    * The tokens prompt lookup guesses to follow `token` after `context` (the sequence's tokens), at most
    * `limit` and this evaluation's share of SPECULATION_BATCH_GUESSES among the `live` evaluations on the loop;
    * none while the back-off waits or guesses are kept too seldom to be worth a position. Each call is a
-   * token: the back-off counts it.
+   * token: the back-off counts it. A draft model's guesses come later (a promise): it writes them first.
    */
-  guess(context: ArrayLike<number>, token: Token, limit: number, live: number): Token[] {
+  guess(context: ArrayLike<number>, token: Token, limit: number, live: number): Token[] | Promise<Token[]> {
     if (this.wait > 0) {
       this.wait--;
       return [];
@@ -73,13 +84,17 @@ export class Guesser {
       this.keepRate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - this.keepRate);
       return [];
     }
-    const maxDraft = Math.min(PROMPT_LOOKUP_DEFAULTS.maxDraft, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
+    const most = this.draftModel ? DRAFT_MODEL_MAX_GUESSES : PROMPT_LOOKUP_DEFAULTS.maxDraft;
+    const maxDraft = Math.min(most, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
     if (maxDraft <= 0) return [];
+    if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...Array.from(context as ArrayLike<Token>), token], maxDraft);
     return (this.lookup ??= new PromptLookupIndex()).draft(context, token, maxDraft) as Token[];
   }
 
   /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
   wouldGuess(context: ArrayLike<number>, token: Token): boolean {
+    // A draft model's guesses are not known before it writes them: a step asks it.
+    if (this.draftModel) return this.wait === 0 && guessLength(this.keepRate, 1) > 0;
     return this.wait === 0 && guessLength(this.keepRate, 1) > 0 && (this.lookup ??= new PromptLookupIndex()).draft(context, token, 1).length > 0;
   }
 

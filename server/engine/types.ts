@@ -136,8 +136,13 @@ export interface LoadedModelInfo {
    * and context per slot, the model file it names, and why it is drained. Absent for the built-in engine.
    */
   upstreams?: Array<{ url: string; healthy: boolean; slots: number; contextSize: number; model: string; error: string | null }>;
-  /** Speculation (slot-loop.ts): prompt lookup's guesses checked as the answers are written, or off. Absent upstream. */
-  speculation?: "prompt-lookup" | "off";
+  /**
+   * Speculation (slot-loop.ts): guesses checked as the answers are written, from prompt lookup or a draft
+   * model (--draft-model, named in draftModel), or off. Absent upstream.
+   */
+  speculation?: "prompt-lookup" | "draft-model" | "off";
+  /** The draft model speculation guesses with (its name and file); null or absent: none. */
+  draftModel?: { name: string; path: string } | null;
   /** The vision projector loaded beside the model (images go to the model); null or absent: text only. */
   vision?: { projector: string } | null;
 }
@@ -153,7 +158,9 @@ export interface EngineStatus {
 
 /** Speculation's counts since the server started (EngineHost.speculation; /health's and the window's). */
 export interface SpeculationCounts {
-  mode: "prompt-lookup" | "off";
+  mode: "prompt-lookup" | "draft-model" | "off";
+  /** The draft model's name, in draft-model mode; otherwise null. */
+  draftModel: string | null;
   draftedTokens: number;
   acceptedTokens: number;
   /** accepted ÷ drafted; null before any guess. */

@@ -178,7 +178,7 @@ describe("Chat Completions with speculation on and off", () => {
     expect(health.speculation!.accepted_tokens).toBeGreaterThan(0);
     expect(health.speculation!.acceptance_rate).toBeCloseTo(health.speculation!.accepted_tokens / health.speculation!.drafted_tokens, 6);
     const offHealth = (await (await fetch(`${off.server.url}/health`)).json()) as Health;
-    expect(offHealth.speculation).toEqual({ mode: "off", drafted_tokens: 0, accepted_tokens: 0, acceptance_rate: null });
+    expect(offHealth.speculation).toEqual({ mode: "off", draft_model: null, drafted_tokens: 0, accepted_tokens: 0, acceptance_rate: null });
   });
 });
 

@@ -15,6 +15,7 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
+import { takeSampled as take } from "../support/take-tokens.js";
 
 let dir: string;
 let tiny: { model: LlamaModel; context: LlamaContext };
@@ -39,16 +40,6 @@ afterAll(async () => {
 
 const paths = (speculation: boolean) => ({ solo: false, stepSampling: false, speculation });
 const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
-
-/** Up to n tokens, each with what speculation says of it; with a model, up to its end of generation too (included). */
-async function take(tokens: AsyncIterable<SampledToken>, n: number, model?: LlamaModel): Promise<SampledToken[]> {
-  const out: SampledToken[] = [];
-  for await (const t of tokens) {
-    out.push(t);
-    if (out.length === n || model?.isEogToken(t.token)) break;
-  }
-  return out;
-}
 
 /** Runs one evaluation on a fresh sequence, counting the decodes; the sequence's state after it. */
 async function run(

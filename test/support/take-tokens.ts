@@ -11,3 +11,16 @@ export async function take(tokens: AsyncIterable<{ token: Token }>, n: number, e
   }
   return out;
 }
+
+/**
+ * Up to n sampled tokens as the slot loop yields them (each with what speculation says of it); with a model,
+ * up to its end of generation too (included). Then the evaluation is stopped as a generation stops.
+ */
+export async function takeSampled<T extends { token: Token }>(tokens: AsyncIterable<T>, n: number, model?: { isEogToken(token: Token): boolean }): Promise<T[]> {
+  const out: T[] = [];
+  for await (const t of tokens) {
+    out.push(t);
+    if (out.length === n || model?.isEogToken(t.token)) break;
+  }
+  return out;
+}

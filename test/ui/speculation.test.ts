@@ -37,17 +37,21 @@ describe.skipIf(skip !== null)("speculative decoding on the Server page", () => 
   });
 
   it("says the acceptance rate with the drafted count, before any draft, and off", async () => {
-    await reports({ mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
+    await reports({ mode: "prompt-lookup", draftModel: null, draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
     await expect.poll(() => line().textContent()).toBe("Prompt lookup, no drafts yet");
 
-    await reports({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
+    await reports({ mode: "prompt-lookup", draftModel: null, draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
     await expect.poll(() => line().textContent()).toBe("Prompt lookup, 73% of 1,234 drafted tokens accepted");
     // The label above it, as the other facts of the Running card have theirs.
     expect(await ui.page.getByTestId("server-state").innerText()).toContain("Speculative decoding\nPrompt lookup, 73% of 1,234 drafted tokens accepted");
     expect(await ui.axe()).toEqual([]);
     await ui.page.getByTestId("server-state").screenshot({ path: `${ui.screenshotsDir}/speculation.png` });
 
-    await reports({ mode: "off", draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
+    // With a draft model (--draft-model, or the model's own setting), it is named.
+    await reports({ mode: "draft-model", draftModel: "Qwen2.5 0.5B Instruct", draftedTokens: 980, acceptedTokens: 598, acceptanceRate: 598 / 980 });
+    await expect.poll(() => line().textContent()).toBe("Draft model Qwen2.5 0.5B Instruct, 61% of 980 drafted tokens accepted");
+
+    await reports({ mode: "off", draftModel: null, draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
     await expect.poll(() => line().textContent()).toBe("Off");
   });
 

@@ -36,8 +36,13 @@ describe("speculationLabel", () => {
     expect(speculationLabel(undefined)).toBeNull();
   });
 
-  it("names a mode it does not know yet by its own name", () => {
+  it("names the draft model in draft-model mode", () => {
+    expect(speculationLabel({ mode: "draft-model", draftModel: "Qwen2.5 0.5B", draftedTokens: 10, acceptedTokens: 6, acceptanceRate: 0.6 })).toBe("Draft model Qwen2.5 0.5B, 60% of 10 drafted tokens accepted");
+    expect(speculationLabel({ mode: "draft-model", draftModel: "Qwen2.5 0.5B", draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null })).toBe("Draft model Qwen2.5 0.5B, no drafts yet");
     expect(speculationModeLabel("draft-model")).toBe("Draft model");
+  });
+
+  it("names a mode it does not know yet by its own name", () => {
     expect(speculationLabel({ mode: "draft-model", draftedTokens: 4, acceptedTokens: 3, acceptanceRate: 0.75 })).toBe("Draft model, 75% of 4 drafted tokens accepted");
   });
 });

@@ -1,10 +1,10 @@
 // A model's own settings: its context (tokens per answer), answers at once, GPU layers and CPU threads, each
-// automatic or a number. Saving the loaded model's settings loads it again with them (a few seconds; running
+// automatic or a number, and the draft model speculation guesses with (another model file). Saving the loaded model's settings loads it again with them (a few seconds; running
 // answers finish first); another model's apply the next time it loads.
 import { useEffect, useState } from "react";
 import type { ModelSettings } from "../../../server/features/console/contract";
 
-type Field = keyof ModelSettings;
+type Field = Exclude<keyof ModelSettings, "draftModel">;
 
 const FIELDS: Array<{ key: Field; label: string; hint: string; min: number }> = [
   { key: "contextSize", label: "Context (tokens per answer)", hint: "How much text the model reads at once: the conversation, files and the answer.", min: 512 },
@@ -21,6 +21,7 @@ export function ModelSettingsForm({
   loaded,
   busy,
   onSave,
+  draftChoices = [],
 }: {
   file: string;
   settings: ModelSettings;
@@ -30,13 +31,22 @@ export function ModelSettingsForm({
   loaded: boolean;
   busy: boolean;
   onSave: (settings: ModelSettings) => void;
+  /** The other model files, any of which can be this one's draft model (it must be of the same family). */
+  draftChoices?: string[];
 }) {
   const text = (s: ModelSettings) => Object.fromEntries(FIELDS.map((f) => [f.key, s[f.key] === null ? "" : String(s[f.key])])) as Record<Field, string>;
   const [draft, setDraft] = useState(() => text(settings));
-  useEffect(() => setDraft(text(settings)), [settings]);
-  const parsed = Object.fromEntries(FIELDS.map((f) => [f.key, draft[f.key].trim() === "" ? null : Number(draft[f.key])])) as unknown as ModelSettings;
-  const invalid = FIELDS.filter((f) => parsed[f.key] !== null && (!Number.isInteger(parsed[f.key]) || parsed[f.key]! < f.min || (limits[f.key as keyof typeof limits] ?? Infinity) < parsed[f.key]!));
-  const changed = FIELDS.some((f) => parsed[f.key] !== settings[f.key]);
+  const [draftModel, setDraftModel] = useState(settings.draftModel ?? "");
+  useEffect(() => {
+    setDraft(text(settings));
+    setDraftModel(settings.draftModel ?? "");
+  }, [settings]);
+  const numbers = Object.fromEntries(FIELDS.map((f) => [f.key, draft[f.key].trim() === "" ? null : Number(draft[f.key])])) as Record<Field, number | null>;
+  const parsed: ModelSettings = { ...numbers, draftModel: draftModel === "" ? null : draftModel };
+  const invalid = FIELDS.filter((f) => numbers[f.key] !== null && (!Number.isInteger(numbers[f.key]) || numbers[f.key]! < f.min || (limits[f.key as keyof typeof limits] ?? Infinity) < numbers[f.key]!));
+  const changed = FIELDS.some((f) => parsed[f.key] !== settings[f.key]) || parsed.draftModel !== (settings.draftModel ?? null);
+  // A saved draft model no longer in the folder still shows (its load fails until it is changed).
+  const choices = draftModel !== "" && !draftChoices.includes(draftModel) ? [...draftChoices, draftModel] : draftChoices;
   return (
     <form
       className="model-settings"
@@ -70,12 +80,27 @@ export function ModelSettingsForm({
             </label>
           );
         })}
+        <label className="field">
+          Draft model (speculation)
+          <select data-testid="model-settings-draftModel" value={draftModel} onChange={(e) => setDraftModel(e.target.value)}>
+            <option value="">None: guess from the conversation (prompt lookup)</option>
+            {choices.map((c) => (
+              <option key={c} value={c}>
+                {c}
+              </option>
+            ))}
+          </select>
+          <span className="muted small">
+            A smaller model of the same family (the same vocabulary) writes a few tokens ahead and this one checks them in one step: answers stay the
+            same, and come faster where the small one guesses well.
+          </span>
+        </label>
       </div>
       <div className="toolbar">
         <button type="submit" className="primary" data-testid="model-settings-apply" disabled={busy || !changed || invalid.length > 0}>
           {loaded ? "Apply and reload the model" : "Save"}
         </button>
-        <button type="button" data-testid="model-settings-automatic" disabled={busy || FIELDS.every((f) => settings[f.key] === null)} onClick={() => onSave({ contextSize: null, sequences: null, gpuLayers: null, threads: null })}>
+        <button type="button" data-testid="model-settings-automatic" disabled={busy || (FIELDS.every((f) => settings[f.key] === null) && !settings.draftModel)} onClick={() => onSave({ contextSize: null, sequences: null, gpuLayers: null, threads: null, draftModel: null })}>
           All automatic
         </button>
         <span className="muted small">Empty fields are automatic: sized to this computer's memory and cores when the model loads.</span>

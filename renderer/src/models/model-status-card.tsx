@@ -10,7 +10,20 @@ import { ModelSettingsForm } from "./model-settings-form";
 
 const GPU_CHOICES: GpuPreference[] = ["auto", "cuda", "vulkan", "metal", "cpu"];
 
-export function ModelStatusCard({ status, busy, act, onSaveSettings }: { status: StatusView | null; busy: boolean; act: Act; onSaveSettings: (file: string | null, settings: ModelSettings) => void }) {
+export function ModelStatusCard({
+  status,
+  busy,
+  act,
+  onSaveSettings,
+  modelFiles = [],
+}: {
+  status: StatusView | null;
+  busy: boolean;
+  act: Act;
+  onSaveSettings: (file: string | null, settings: ModelSettings) => void;
+  /** The models folder's files (the loaded model's draft model is one of the others). */
+  modelFiles?: string[];
+}) {
   const model = status?.model;
   return (
     <div className="card grid" data-testid="model-status">
@@ -78,6 +91,7 @@ export function ModelStatusCard({ status, busy, act, onSaveSettings }: { status:
             limits={{ contextSize: model.trainContextSize, gpuLayers: model.totalLayers, threads: null }}
             loaded
             busy={busy}
+            draftChoices={modelFiles.filter((f) => f !== model.file)}
             onSave={(settings) => onSaveSettings(null, settings)}
           />
         </details>

@@ -158,7 +158,7 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
         <h1 id="models-title">Model</h1>
       </header>
 
-      <ModelStatusCard status={status} busy={busy} act={act} onSaveSettings={saveSettings} />
+      <ModelStatusCard status={status} busy={busy} act={act} onSaveSettings={saveSettings} modelFiles={models?.models.map((m) => m.file)} />
 
       {status?.model.upstreams && (
         <p className="notice" data-testid="models-upstreams">
@@ -198,6 +198,7 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
               limits={{ contextSize: editing.contextLength, gpuLayers: null, threads: null }}
               loaded={editing.loaded}
               busy={busy}
+              draftChoices={models!.models.filter((m) => m.file !== editing.file).map((m) => m.file)}
               onSave={(settings) => void act(async () => {
                 applyToWindow({ status: await consoleApi.setModelSettings(editing.file, settings) });
                 setSettingsOf(null);

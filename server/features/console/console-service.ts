@@ -134,7 +134,13 @@ interface DownloadJob {
 
 /** A model's settings as the window shows them: null for automatic. */
 function settingsView(settings: ModelLoadSettings): ModelSettings {
-  return { contextSize: settings.contextSize ?? null, sequences: settings.sequences ?? null, gpuLayers: settings.gpuLayers ?? null, threads: settings.threads ?? null };
+  return {
+    contextSize: settings.contextSize ?? null,
+    sequences: settings.sequences ?? null,
+    gpuLayers: settings.gpuLayers ?? null,
+    threads: settings.threads ?? null,
+    draftModel: settings.draftModel ?? null,
+  };
 }
 
 /**
@@ -538,6 +544,7 @@ export class ConsoleService implements ConsoleApi {
         sequences: given.sequences ?? undefined,
         gpuLayers: given.gpuLayers ?? undefined,
         threads: given.threads ?? undefined,
+        draftModel: given.draftModel ?? undefined,
       });
       this.options.logs.log("info", `Settings of ${basename(target)}: ${describeSettings(saved)}.`);
     } catch (err) {
@@ -738,6 +745,7 @@ function describeSettings(settings: ModelLoadSettings): string {
     settings.sequences === undefined ? null : `${settings.sequences} answers at once`,
     settings.gpuLayers === undefined ? null : `${settings.gpuLayers} GPU layers`,
     settings.threads === undefined ? null : `${settings.threads} threads`,
+    settings.draftModel === undefined ? null : `draft model ${settings.draftModel}`,
   ].filter(Boolean);
   return parts.length ? parts.join(", ") : "automatic";
 }

@@ -62,8 +62,10 @@ export interface UpstreamsSettingView {
 
 /** Speculative decoding's counts since the model loaded (issue 44; /health's `speculation`). */
 export interface SpeculationView {
-  /** How drafts are made: "prompt-lookup" (n-grams of the sequence's own context) or "off". */
+  /** How drafts are made: "prompt-lookup" (n-grams of the sequence's own context), "draft-model" or "off". */
   mode: string;
+  /** The draft model's name in draft-model mode; null otherwise (absent from older servers). */
+  draftModel?: string | null;
   draftedTokens: number;
   acceptedTokens: number;
   /** accepted ÷ drafted; null before any draft. */
@@ -197,6 +199,11 @@ export interface ModelSettings {
   gpuLayers: number | null;
   /** CPU threads. */
   threads: number | null;
+  /**
+   * The model file speculation's draft model is while this model serves (a smaller one of the same family);
+   * null or absent: none of its own (prompt lookup, or the server's --draft-model).
+   */
+  draftModel?: string | null;
 }
 
 export interface ModelFileView {

@@ -3,6 +3,7 @@
 // the serving model again at once (through the EngineHost), and a load that fails puts the previous choice
 // back. Which model is active is not this module's job (active-model.ts); it only says how one loads.
 import { projectorBeside } from "../../engine/vision/projector.js";
+import { existsSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import type { EngineHost, HostLog } from "../../engine/engine-host.js";
@@ -25,9 +26,16 @@ export interface ModelLoadSettings {
   sequences?: number;
   gpuLayers?: number;
   threads?: number;
+  /**
+   * The draft model speculation guesses with while this model serves (a file in the models folder, or a
+   * path): it wins over --draft-model. Absent: the server's (prompt lookup unless --draft-model names one).
+   */
+  draftModel?: string;
 }
 
-const SETTING_LIMITS: Record<keyof ModelLoadSettings, { min: number; max: number; words: string }> = {
+type NumericSetting = Exclude<keyof ModelLoadSettings, "draftModel">;
+
+const SETTING_LIMITS: Record<NumericSetting, { min: number; max: number; words: string }> = {
   contextSize: { min: 512, max: 1_048_576, words: "A context size is a whole number of tokens from 512" },
   sequences: { min: 1, max: 64, words: "Answers at once is a whole number from 1" },
   gpuLayers: { min: 0, max: 1024, words: "GPU layers is a whole number from 0" },
@@ -37,7 +45,13 @@ const SETTING_LIMITS: Record<keyof ModelLoadSettings, { min: number; max: number
 /** The settings as given, checked; undefined or null fields are left out (automatic). */
 export function parseModelLoadSettings(input: Record<string, unknown>): ModelLoadSettings {
   const out: ModelLoadSettings = {};
-  for (const key of Object.keys(SETTING_LIMITS) as Array<keyof ModelLoadSettings>) {
+  const draft = input.draftModel;
+  if (draft !== undefined && draft !== null && draft !== "") {
+    if (typeof draft !== "string" || draft.trim() === "" || draft.length > 4096)
+      throw new AppError("invalid_request", `A draft model is the name of a model file (got ${JSON.stringify(draft)}).`, { code: "invalid_model_settings", param: "draftModel" });
+    out.draftModel = draft.trim();
+  }
+  for (const key of Object.keys(SETTING_LIMITS) as NumericSetting[]) {
     const value = input[key];
     if (value === undefined || value === null) continue;
     const { min, max, words } = SETTING_LIMITS[key];
@@ -166,7 +180,9 @@ export class LoadSettings {
   /** What a load of this model file takes: the server's options with the model's own settings over them. */
   loadOptions(path: string): LlamaEngineOptions {
     const projectorPath = projectorBeside(path);
-    return { ...this.engineOptions, ...this.modelSettings(path), modelPath: path, ...(projectorPath ? { projectorPath } : {}) };
+    const { draftModel, ...own } = this.modelSettings(path);
+    const draftModelPath = draftModel ? resolveModelFile(this.dataDir, draftModel).path : this.engineOptions.draftModelPath;
+    return { ...this.engineOptions, ...own, modelPath: path, ...(projectorPath ? { projectorPath } : {}), ...(draftModelPath ? { draftModelPath } : {}) };
   }
 
   /**
@@ -177,6 +193,14 @@ export class LoadSettings {
   async setModelSettings(fileOrPath: string, settings: ModelLoadSettings): Promise<ModelLoadSettings> {
     const { file, path } = resolveModelFile(this.dataDir, fileOrPath);
     const checked = parseModelLoadSettings(settings as Record<string, unknown>);
+    if (checked.draftModel) {
+      const draft = resolveModelFile(this.dataDir, checked.draftModel);
+      if (!existsSync(draft.path))
+        throw new AppError("not_found", `The draft model ${checked.draftModel} is not in the models folder (see \`svc models list\`).`, { code: "draft_model_not_found", param: "draftModel" });
+      if (resolve(draft.path) === resolve(path))
+        throw new AppError("invalid_request", "A model cannot be its own draft model: pick a smaller model of the same family.", { code: "invalid_model_settings", param: "draftModel" });
+      checked.draftModel = draft.file;
+    }
     const key = MODEL_SETTINGS_PREFIX + file;
     const previous = this.store.settings.get(key);
     if (Object.keys(checked).length === 0) this.store.settings.delete(key);

@@ -1,0 +1,140 @@
+// Speculation's draft model (issue 44, `--draft-model`): a small GGUF with the served model's vocabulary,
+// loaded beside it with a context of its own, which guesses the next tokens of an answer by writing them
+// greedily. The slot loop checks the guesses against the served model in the step that decodes the sampled
+// token (slot-loop.ts `verify`), exactly as prompt lookup's: an answer is the same with or without a draft
+// model; only its speed changes. Where a guess is worth a position (how far a step guesses, the back-off) is
+// speculation.ts's business; this file only writes the guesses.
+//
+// Each sequence of the served context has a sequence of the draft context with the same id, used by one
+// evaluation at a time (as the served one is), which keeps what it has read: a guess reads only the tokens
+// its sequence has not (the prompt once, then the tokens kept since the last guess), after taking back those
+// the served model refused.
+import { withLock } from "lifecycle-utils";
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { AppError } from "../core/errors.js";
+
+/** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
+export const DRAFT_MIN_CONFIDENCE = 0.6;
+
+/** What the slot loop asks of a draft model (a fake in unit tests). */
+export interface DraftSource {
+  /**
+   * Up to `max` tokens the draft model writes after `tokens` (the served sequence's tokens and the one just
+   * sampled), for the served sequence `sequenceId`; fewer where it is unsure, none where it cannot.
+   */
+  draft(sequenceId: number, tokens: readonly Token[], max: number): Promise<Token[]>;
+}
+
+export interface DraftModelOptions {
+  llama: Llama;
+  modelPath: string;
+  /** The served model and context: the draft's vocabulary must be theirs, and it has as many sequences. */
+  target: { model: LlamaModel; context: LlamaContext };
+  threads: number;
+  gpuLayers?: number;
+  /** A draft stops at the first token the draft model gives less than this; default DRAFT_MIN_CONFIDENCE. */
+  minConfidence?: number;
+}
+
+export class DraftModel implements DraftSource {
+  private readonly sequences = new Map<number, LlamaContextSequence>();
+  private closed = false;
+
+  private constructor(
+    readonly name: string,
+    private readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    private readonly minConfidence: number,
+  ) {}
+
+  /** Loads the draft model and its context; throws AppError when it cannot serve as the target's draft. */
+  static async load(options: DraftModelOptions): Promise<DraftModel> {
+    const { llama, modelPath, target } = options;
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({ modelPath, ...(options.gpuLayers !== undefined ? { gpuLayers: options.gpuLayers } : {}) });
+    } catch (err) {
+      throw new AppError("unavailable", `Could not load the draft model ${modelPath}: ${(err as Error).message}`, { code: "draft_model_load_failed" });
+    }
+    try {
+      const mismatch = vocabularyMismatch(model, target.model);
+      if (mismatch)
+        throw new AppError("unavailable", `The draft model ${modelPath} cannot guess for this model: ${mismatch}. A draft model needs the served model's vocabulary (the same family).`, {
+          code: "draft_model_incompatible",
+        });
+      // As long as the served context where the memory left holds it (a shorter one stops guessing past its end).
+      const size = target.context.contextSize;
+      const context = await model.createContext({ contextSize: { min: Math.min(2048, size), max: size }, sequences: target.context.totalSequences, threads: options.threads });
+      try {
+        // llama.cpp's own check (vocabulary type, special tokens, token texts).
+        (target.context as unknown as { _ctx: { ensureDraftContextIsCompatibleForSpeculative(c: unknown): void } })._ctx.ensureDraftContextIsCompatibleForSpeculative(
+          (context as unknown as { _ctx: unknown })._ctx,
+        );
+      } catch (err) {
+        await context.dispose();
+        throw new AppError("unavailable", `The draft model ${modelPath} cannot guess for this model: ${(err as Error).message}`, { code: "draft_model_incompatible" });
+      }
+      const name = model.fileInfo.metadata?.general?.name ?? modelPath.split(/[\\/]/).pop()!;
+      return new DraftModel(name, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE);
+    } catch (err) {
+      await model.dispose().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async draft(sequenceId: number, tokens: readonly Token[], max: number): Promise<Token[]> {
+    if (this.closed || max <= 0 || tokens.length === 0 || tokens.length + max > this.context.contextSize - 1) return [];
+    const sequence = this.sequenceFor(sequenceId);
+    if (!sequence) return [];
+    return withLock([sequence, "draft"], async () => {
+      if (this.closed) return [];
+      // What the sequence read before that these tokens still begin with; at least the last one is read again,
+      // since its logits give the first guess.
+      const had = sequence.contextTokens;
+      let common = 0;
+      while (common < had.length && common < tokens.length - 1 && had[common] === tokens[common]) common++;
+      if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
+      const guesses: Token[] = [];
+      const written = sequence.evaluateWithMetadata(tokens.slice(common) as Token[], { confidence: true }, { temperature: 0 });
+      try {
+        for await (const { token, confidence } of written) {
+          if (confidence < this.minConfidence) break;
+          guesses.push(token);
+          if (guesses.length >= max || this.model.isEogToken(token)) break;
+        }
+      } finally {
+        await written.return(undefined);
+      }
+      return guesses;
+    });
+  }
+
+  private sequenceFor(sequenceId: number): LlamaContextSequence | null {
+    let sequence = this.sequences.get(sequenceId);
+    if (!sequence) {
+      if (this.context.sequencesLeft === 0) return null;
+      sequence = this.context.getSequence();
+      this.sequences.set(sequenceId, sequence);
+    }
+    return sequence;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.sequences.values()].map((s) => withLock([s, "draft"], async () => undefined)));
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}
+
+/** Why `draft` cannot write tokens for `target` (a different vocabulary), or null. */
+function vocabularyMismatch(draft: LlamaModel, target: LlamaModel): string | null {
+  const size = (m: LlamaModel) => (m.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens?.length;
+  const [a, b] = [size(draft), size(target)];
+  if (a !== undefined && b !== undefined && a !== b) return `its vocabulary has ${a} tokens, this model's ${b}`;
+  const sample = "The quick brown fox: `const x = 42;`";
+  const [ta, tb] = [draft.tokenize(sample, false), target.tokenize(sample, false)];
+  if (ta.length !== tb.length || ta.some((t, i) => t !== tb[i])) return "it splits text into different tokens";
+  return null;
+}

@@ -1,0 +1,143 @@
+// Speculation with a draft model (issue 44, --draft-model): a second, smaller model of the same vocabulary
+// writes a few tokens ahead, and the slot loop checks them against the served model in the step that decodes
+// the sampled token, exactly as it checks prompt lookup's guesses. So the tokens are the same with and without
+// a draft model, whatever it guesses (greedy, and sampled with a seed), and the sequence is left as the
+// token-by-token path leaves it; where the draft writes what the model would, most steps confirm several tokens.
+//
+// The drafts here: the tiny model for itself (every guess right: the same weights), and a model of random
+// weights with the same vocabulary (bench/peer-model.ts: its guesses are nearly always wrong).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ensurePeerModel } from "../../bench/peer-model.js";
+import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
+import { DRAFT_MIN_CONFIDENCE, DraftModel } from "../../server/engine/draft-model.js";
+import { SlotLoop } from "../../server/engine/slot-loop.js";
+import type { SampledToken } from "../../server/engine/token-probabilities.js";
+import { spyOnBinding } from "../support/binding-spy.js";
+import { takeSampled } from "../support/take-tokens.js";
+
+let dir: string;
+let llama: Llama;
+let target: { model: LlamaModel; context: LlamaContext };
+let randomPath: string;
+const drafts: DraftModel[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "svc-draft-"));
+  llama = await getLlama({ build: "never", gpu: false });
+  const model = await llama.loadModel({ modelPath: inject("tinyModelPath") });
+  target = { model, context: await model.createContext({ contextSize: 2048, sequences: 2, threads: 1 }) };
+  randomPath = ensurePeerModel(join(dir, "random.gguf"), { nEmbd: 64, nLayers: 1, nHead: 2, nFf: 64, contextLength: 4096, seed: 20 });
+});
+afterAll(async () => {
+  for (const d of drafts) await d.close();
+  await target?.context.dispose();
+  await target?.model.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * The tiny model gives its greedy token a probability of about 0.5, under the default cutoff (0.6, where a
+ * draft stops): the tests that want long drafts take a lower one.
+ */
+async function draftOf(modelPath: string, minConfidence = 0.3): Promise<DraftModel> {
+  const draft = await DraftModel.load({ llama, modelPath, target, threads: 1, minConfidence });
+  drafts.push(draft);
+  return draft;
+}
+
+const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
+
+/** One evaluation on a fresh sequence of the target, with the draft model's guesses or none; counts the target's decodes. */
+async function run(draft: DraftModel | null, prompt: Token[], options: SequenceEvaluateOptions, n: number) {
+  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft);
+  expect(loop.describe()).toContain(draft ? "draft-model speculation" : "the slot loop");
+  const sequence = target.context.getSequence();
+  let decodes = 0;
+  const undo = spyOnBinding(target.context, (method) => {
+    if (method === "decodeBatch") decodes++;
+  });
+  try {
+    const sampled: SampledToken[] = await takeSampled(loop.evaluate(sequence, prompt, {}, { ...options, yieldEogToken: true }), n, target.model);
+    return { tokens: sampled.map((t) => t.token), sampled, decodes, state: state(sequence) };
+  } finally {
+    undo();
+    sequence.dispose();
+  }
+}
+
+const counts = (sampled: SampledToken[]) => ({
+  drafted: sampled.reduce((n, t) => n + (t.speculation?.drafted ?? 0), 0),
+  accepted: sampled.filter((t) => t.speculation?.accepted).length,
+});
+
+describe("speculation with a draft model (--draft-model)", () => {
+  it("the model as its own draft: the same greedy tokens in far fewer decodes of the served model, the guesses kept", async () => {
+    const draft = await draftOf(inject("tinyModelPath"));
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const off = await run(null, prompt, { temperature: 0 }, 60);
+    const on = await run(draft, prompt, { temperature: 0 }, 60);
+    expect(off.tokens.length).toBeGreaterThan(8);
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.state).toEqual(off.state);
+    const { drafted, accepted } = counts(on.sampled);
+    expect(accepted).toBeGreaterThan(on.tokens.length / 2);
+    // Only guesses past the end of the turn can fail (the draft stops at its end of generation).
+    expect(drafted - accepted).toBeLessThanOrEqual(2);
+    expect(off.decodes).toBe(off.tokens.length);
+    expect(on.decodes).toBeLessThanOrEqual(Math.ceil(off.decodes / 3));
+  });
+
+  it("a generation that stops among verified tokens leaves the sequence as the token-by-token path does; the draft follows the next one", async () => {
+    const draft = await draftOf(inject("tinyModelPath"));
+    const prompt = target.model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    for (const n of [1, 2, 3, 5, 8, 13]) {
+      const off = await run(null, prompt, { temperature: 0 }, n);
+      const on = await run(draft, prompt, { temperature: 0 }, n);
+      expect(on.tokens, `stopped after ${n}`).toEqual(off.tokens);
+      expect(on.state, `stopped after ${n}`).toEqual(off.state);
+    }
+  });
+
+  it("a draft that guesses wrong changes nothing: the same tokens and state, greedy and sampled with a seed", async () => {
+    const draft = await draftOf(randomPath);
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite something<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedyOff = await run(null, prompt, { temperature: 0 }, 60);
+    const greedyOn = await run(draft, prompt, { temperature: 0 }, 60);
+    expect(greedyOn.tokens).toEqual(greedyOff.tokens);
+    expect(greedyOn.state).toEqual(greedyOff.state);
+    for (const seed of [1, 2, 3]) {
+      const options = { temperature: 0.8, topK: 40, topP: 0.95, seed };
+      const off = await run(null, prompt, options, 80);
+      const on = await run(draft, prompt, options, 80);
+      expect(on.tokens, `seed ${seed}`).toEqual(off.tokens);
+      expect(on.state, `seed ${seed}`).toEqual(off.state);
+    }
+  });
+
+  it("a draft stops at the first token the draft model is unsure of (the default cutoff); the next one reads only what is new", async () => {
+    const draft = await draftOf(inject("tinyModelPath"), DRAFT_MIN_CONFIDENCE);
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedy = (await run(null, prompt, { temperature: 0 }, 8)).tokens;
+    // The answer's first token is sure (0.94), the second is not (0.58).
+    expect(await draft.draft(0, prompt, 8)).toEqual(greedy.slice(0, 1));
+    const sure = await draftOf(inject("tinyModelPath"));
+    expect(await sure.draft(0, prompt, 8)).toEqual(greedy);
+    // After the served model kept three of them and wrote the fourth itself: the draft goes on from there.
+    expect(await sure.draft(0, [...prompt, ...greedy.slice(0, 4)], 4)).toEqual(greedy.slice(4, 8));
+    // And from a turn it refused: the draft takes back what no longer matches.
+    expect(await sure.draft(0, [...prompt, greedy[0]!], 3)).toEqual(greedy.slice(1, 4));
+  });
+
+  it("a model of another vocabulary is refused at load, saying why", async () => {
+    const other = join(dir, "other-vocabulary.gguf");
+    writeFileSync(other, buildTinyModel({ scriptedString: "an extra token" }));
+    await expect(DraftModel.load({ llama, modelPath: other, target, threads: 1 })).rejects.toMatchObject({
+      code: "draft_model_incompatible",
+      message: expect.stringMatching(/cannot guess for this model: its vocabulary has \d+ tokens, this model's \d+/),
+    });
+  });
+});
