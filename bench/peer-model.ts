@@ -24,7 +24,21 @@ function printableByte(piece: string): boolean {
   return b >= 0x20 && b < 0x7f;
 }
 
-export type PeerModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number };
+export type PeerModelShape = {
+  nEmbd: number;
+  nLayers: number;
+  nHead: number;
+  nFf: number;
+  contextLength: number;
+  seed: number;
+  /**
+   * Layers past this many are all zeros (bench:spec's draft workload): each adds exactly nothing to the
+   * residual stream but costs a layer's compute, so the model writes what a model of only these layers writes.
+   */
+  activeLayers?: number;
+  /** Multiplies the output matrix (default 1): greedy text unchanged, the chosen token's probability near 1. */
+  outputScale?: number;
+};
 
 /** The issue's model by default; a smaller shape gives a fast model with the same behaviour (for profiling). */
 /**
@@ -67,6 +81,8 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
 
   const embd = dense(nVocab, nEmbd);
   const output = dense(nVocab, nEmbd);
+  const scale = shape.outputScale;
+  if (scale !== undefined) output.forEach((x, i) => (output[i] = x * scale));
   vocab.types.forEach((type, token) => {
     const speaks = type === TOKEN_TYPE_NORMAL || (type === TOKEN_TYPE_BYTE && printableByte(vocab.tokens[token]!));
     if (!speaks) output.fill(0, token * nEmbd, (token + 1) * nEmbd);
@@ -77,7 +93,11 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
     { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
     { name: "output.weight", dims: [nEmbd, nVocab], data: output },
   ];
-  tensors.push(...denseLayers(nLayers, nEmbd, nFf, dense));
+  const active = Math.min(nLayers, shape.activeLayers ?? nLayers);
+  tensors.push(...denseLayers(active, nEmbd, nFf, dense));
+  // (Drawn after the active layers, so a model of `active` layers has the same weights as this one's first.)
+  const zeros = (rows: number, cols: number) => new Float32Array(rows * cols);
+  tensors.push(...denseLayers(nLayers - active, nEmbd, nFf, zeros).map((t) => ({ ...t, name: t.name.replace(/^blk\.(\d+)/, (_, l: string) => `blk.${Number(l) + active}`) })));
 
   const metadata = llamaMetadata({
     name: "svc peer bench model",

@@ -11,6 +11,12 @@
 //             Goal: on ÷ off ≥ 0.97 (what speculation costs when it cannot help).
 //   peer      bench:peer's random-weights model (bench/peer-model.ts) with a short question. Not "nothing to
 //             repeat": its greedy text falls into loops ("short short short ..."), which prompt lookup drafts.
+//   draft     a draft model (--draft-model): bench:peer's model whose layers past the second are zeros (they
+//             cost their compute and add nothing), and as its draft the model of those two layers alone, about
+//             5 times as fast, which writes the same text (the output matrix is scaled so that the chosen
+//             token is nearly sure: greedy text unchanged, few drafts cut short by the 0.6 cutoff). svc on
+//             runs with SVC_DRAFT_MODEL, llama-server with -md DRAFT --spec-type draft-simple (its draft-model
+//             speculation, its own defaults otherwise: --peer-args "--spec-draft-n-max 16" matches svc's most).
 // Each in one stream, then --sequences streams at once (aggregate tokens/s). Servers, all loopback:
 //   svc off   `svc serve` with SVC_SPECULATION=off
 //   svc on    `svc serve` with SVC_SPECULATION unset (its default, prompt lookup)
@@ -38,7 +44,7 @@ import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
 import { freePort, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
-import { ensurePeerModel } from "./peer-model.js";
+import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
 
 const { values } = parseArgs({
@@ -72,14 +78,15 @@ const peerSpec = values["peer-spec"]!.split(/\s+/).filter(Boolean);
 const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-type Workload = "echo" | "norepeat" | "peer";
+type Workload = "echo" | "norepeat" | "peer" | "draft";
 const WORKLOADS: Record<Workload, string> = {
   echo: "echo (rewrite a quoted file)",
   norepeat: "nothing to repeat",
   peer: "peer model (loops)",
+  draft: "draft model (5x cheaper, same text)",
 };
 const workloads = values.workloads!.split(",").map((s) => s.trim()) as Workload[];
-for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, norepeat and peer, not ${w}`);
+for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, norepeat, peer and draft, not ${w}`);
 if (workloads.includes("norepeat") && tokens >= ECHO_PERIOD)
   log(`note: --tokens ${tokens} is not under the echo model's period (${ECHO_PERIOD}): the norepeat answers repeat themselves after ${ECHO_PERIOD} tokens`);
 
@@ -119,7 +126,7 @@ async function waitReady(url: string, headers: Record<string, string>, child: Ch
   throw new Error(`server at ${url} not ready in time:\n${output()}`);
 }
 
-async function startSvc(name: "svc off" | "svc on", model: string, threads: number): Promise<Target> {
+async function startSvc(name: "svc off" | "svc on", model: string, threads: number, draftModel?: string): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-spec-"));
   const bin = values.svc ?? join(ROOT, "bin", "svc.js");
   const created = spawnSync(process.execPath, [bin, "keys", "create", "--data-dir", dataDir, "--name", "bench"], { encoding: "utf8" });
@@ -131,6 +138,8 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
   const env = { ...process.env };
   if (name === "svc off") env.SVC_SPECULATION = "off";
   else delete env.SVC_SPECULATION;
+  delete env.SVC_DRAFT_MODEL;
+  if (name === "svc on" && draftModel) env.SVC_DRAFT_MODEL = draftModel;
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -150,10 +159,10 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
   };
 }
 
-async function startLlama(name: "llama" | "llama off", binary: string, model: string, threads: number): Promise<Target> {
+async function startLlama(name: "llama" | "llama off", binary: string, model: string, threads: number, draftModel?: string): Promise<Target> {
   const port = await freePort();
   // Same threads (generation and prompt), slots and tokens per slot as svc; bench:peer's flags plus --jinja.
-  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(sequences * contextSize), "--jinja", "--no-webui", "--log-disable", ...(name === "llama" ? peerSpec : []), ...peerArgs];
+  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(sequences * contextSize), "--jinja", "--no-webui", "--log-disable", ...(name === "llama" ? (draftModel ? ["-md", draftModel, "--spec-type", "draft-simple", "-td", String(threads)] : peerSpec) : []), ...peerArgs];
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -269,6 +278,7 @@ function prompt(workload: Workload, echoText: string, tag: string, seed: number)
     case "norepeat":
       return [{ role: "user", content: `Write something new about these notes. ${wordsText(200, seed)} (${tag})` }];
     case "peer":
+    case "draft":
       return [{ role: "user", content: `${tag} ${wordsText(12, seed)}` }];
   }
 }
@@ -290,7 +300,7 @@ let comparedAnswers = 0;
 
 /** Lossless: svc on's text equals svc off's for the same prompt; on the echo model, every text is the chain. */
 function check(workload: Workload, what: string, texts: Partial<Record<ServerName, string[]>>): void {
-  const expected = workload === "peer" ? null : echoAnswer(tokens);
+  const expected = workload === "peer" || workload === "draft" ? null : echoAnswer(tokens);
   const where = (i: number) => `${WORKLOADS[workload]}, ${what}${texts["svc off"]!.length > 1 ? `, stream ${i + 1}` : ""}`;
   const diff = (a: string, b: string) => {
     let i = 0;
@@ -331,16 +341,16 @@ interface GroupResult {
 }
 
 /** One model's workloads at one thread count: start the servers, warm them, then the alternated rounds. */
-async function measureGroup(binary: string, model: string, group: Workload[], threads: number): Promise<GroupResult> {
+async function measureGroup(binary: string, model: string, group: Workload[], threads: number, draftModel?: string): Promise<GroupResult> {
   log(`threads ${threads}, ${group.join(" + ")}: starting the servers on ${model.replace(ROOT, "")} (load ${load()})`);
   const servers: Target[] = [];
   const results = Object.fromEntries(group.map((w) => [w, {}])) as Results;
   const speculation: GroupResult["speculation"] = {};
   const loads = [load()];
   try {
-    servers.push(await startSvc("svc off", model, threads), await startSvc("svc on", model, threads));
+    servers.push(await startSvc("svc off", model, threads), await startSvc("svc on", model, threads, draftModel));
     if (!values["no-peer"]) {
-      servers.push(await startLlama("llama", binary, model, threads));
+      servers.push(await startLlama("llama", binary, model, threads, draftModel));
       if (values["peer-off"]) servers.push(await startLlama("llama off", binary, model, threads));
     }
     for (const w of group) for (const t of servers) results[w][t.name] = { single: [], concurrent: [], answers: [] };
@@ -471,27 +481,34 @@ function report(groups: GroupResult[]): string {
     lines.push("");
   }
   lines.push("Ratios: higher is better. Issue 44's goals: svc on ÷ off ≥ 1.8 on echo, ≥ 0.97 with nothing to repeat; svc on ÷ llama-server ≥ 1.0.");
-  lines.push(mismatches.length === 0 ? `Lossless: all ${comparedAnswers} answers of svc with speculation on equal its answers with it off${workloads.some((w) => w !== "peer") ? "; every echo-model answer is the chain it was built to write" : ""}.` : mismatches.join("\n"));
+  lines.push(mismatches.length === 0 ? `Lossless: all ${comparedAnswers} answers of svc with speculation on equal its answers with it off${workloads.some((w) => w === "echo" || w === "norepeat") ? "; every echo-model answer is the chain it was built to write" : ""}.` : mismatches.join("\n"));
   return lines.join("\n");
 }
 
 const binary = values["no-peer"] ? "" : (values["llama-server"] ?? ensureLlamaServer(log));
 const echoModel = ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf"));
 const peerModel = workloads.includes("peer") ? ensurePeerModel(join(PEER_CACHE, "model.gguf")) : "";
+const draftPair = workloads.includes("draft")
+  ? {
+      target: ensurePeerModel(join(ROOT, ".cache", "spec", "draft-target.gguf"), { ...PEER_MODEL, activeLayers: 2, outputScale: 40 }),
+      draft: ensurePeerModel(join(ROOT, ".cache", "spec", "draft.gguf"), { ...PEER_MODEL, nLayers: 2, outputScale: 40 }),
+    }
+  : null;
 const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(echoModel).size, poolThreads: 1, offload: "none" });
 const threadCounts = [...new Set((values.threads ?? String(svcDefault)).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
 log(`${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
 
 const groups: GroupResult[] = [];
-const echoGroup = workloads.filter((w) => w !== "peer");
+const echoGroup = workloads.filter((w) => w === "echo" || w === "norepeat");
 for (const threads of threadCounts) {
   if (echoGroup.length > 0) groups.push(await measureGroup(binary, echoModel, echoGroup, threads));
   if (workloads.includes("peer")) groups.push(await measureGroup(binary, peerModel, ["peer"], threads));
+  if (draftPair) groups.push(await measureGroup(binary, draftPair.target, ["draft"], threads, draftPair.draft));
 }
 agent.destroy();
 const text = report(groups);
-console.log(`\n${availableParallelism()} cores (${cpu}); ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default), off = SVC_SPECULATION=off\n`);
+console.log(`\n${availableParallelism()} cores (${cpu}); ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default; with the draft workload, SVC_DRAFT_MODEL set), off = SVC_SPECULATION=off\n`);
 console.log(text);
 if (mismatches.length > 0) process.exitCode = 1;
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, rounds, tokens, sequences, contextSize, peerSpec, peerArgs, mismatches, groups }, null, 2));

@@ -1,6 +1,6 @@
 // The desktop console's service, as the window's IPC calls reach it (dispatchConsoleCall), over a real server
 // without a model; and the CORS policy the window's requests depend on.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -235,10 +235,10 @@ describe("console calls", () => {
     try {
       host.usage.draftedTokens = 0;
       host.usage.acceptedDraftTokens = 0;
-      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
+      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftModel: null, draftedTokens: 0, acceptedTokens: 0, acceptanceRate: null });
       host.usage.draftedTokens = 1234;
       host.usage.acceptedDraftTokens = 901;
-      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
+      expect((await call<StatusView>("status")).speculation).toEqual({ mode: "prompt-lookup", draftModel: null, draftedTokens: 1234, acceptedTokens: 901, acceptanceRate: 901 / 1234 });
     } finally {
       spy.mockRestore();
       Object.assign(host.usage, before);
@@ -407,12 +407,45 @@ describe("the window's event stream, its account, and a model's own settings", (
     expect(before.model.trainContextSize).toBeGreaterThan(2048);
     const after = await call<StatusView>("setModelSettings", null, { contextSize: 2048, sequences: null, gpuLayers: null, threads: 1 });
     expect(after.model).toMatchObject({ state: "ready", contextSize: 2048, threads: 1, settings: { contextSize: 2048, threads: 1 } });
-    expect((await call<ModelsView>("listModels")).models.find((m) => m.file === "console.gguf")?.settings).toEqual({ contextSize: 2048, sequences: null, gpuLayers: null, threads: 1 });
+    expect((await call<ModelsView>("listModels")).models.find((m) => m.file === "console.gguf")?.settings).toEqual({ contextSize: 2048, sequences: null, gpuLayers: null, threads: 1, draftModel: null });
     expect(server.models.loadOptions(server.engineHost.files().current!)).toMatchObject({ contextSize: 2048, threads: 1 });
     // Out of range: refused as data, nothing changes.
     expect(await dispatchConsoleCall(service, "setModelSettings", [null, { contextSize: 12 }])).toMatchObject({ ok: false, error: { code: "invalid_model_settings" } });
     const automatic = await call<StatusView>("setModelSettings", "console.gguf", { contextSize: null, sequences: null, gpuLayers: null, threads: null });
     expect(automatic.model).toMatchObject({ contextSize: 1024, settings: { contextSize: null } });
+  });
+
+  it("setModelSettings' draft model: a file of the models folder loads with the model; a missing one, the model itself or another vocabulary is refused and nothing changes", async () => {
+    await call("useModel", "console.gguf");
+    const none = { contextSize: null, sequences: null, gpuLayers: null, threads: null };
+    copyFileSync(join(dataDir, "models", "console.gguf"), join(dataDir, "models", "draft.gguf"));
+    const drafted = await call<StatusView>("setModelSettings", null, { ...none, draftModel: "draft.gguf" });
+    expect(drafted.model).toMatchObject({ state: "ready", settings: { draftModel: "draft.gguf" } });
+    expect(drafted.speculation).toMatchObject({ mode: "draft-model", draftModel: "svc tiny test model" });
+    expect(server.models.loadOptions(server.engineHost.files().current!).draftModelPath).toBe(join(dataDir, "models", "draft.gguf"));
+    expect(logs.since().some((l) => l.message.startsWith("Draft model svc tiny test model loaded for speculation"))).toBe(true);
+
+    expect(await dispatchConsoleCall(service, "setModelSettings", [null, { ...none, draftModel: "nowhere.gguf" }])).toMatchObject({
+      ok: false,
+      error: { code: "draft_model_not_found", message: "That draft model file is not in the models folder. Pick one of the files the Model page lists." },
+    });
+    expect(await dispatchConsoleCall(service, "setModelSettings", [null, { ...none, draftModel: "console.gguf" }])).toMatchObject({ ok: false, error: { code: "invalid_model_settings" } });
+    expect(await dispatchConsoleCall(service, "setModelSettings", [null, { ...none, draftModel: 42 }])).toMatchObject({ ok: false, error: { code: "invalid_model_settings", message: "A draft model is the name of a model file (got 42)." } });
+    // The tiny model of another seed: as many tokens, other words (llama.cpp's own check finds them).
+    writeFileSync(join(dataDir, "models", "other-vocabulary.gguf"), buildTinyModel());
+    const refused = await dispatchConsoleCall(service, "setModelSettings", [null, { ...none, draftModel: "other-vocabulary.gguf" }]);
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: "model_load_failed", message: expect.stringMatching(/^The model did not load with these settings, so it is back on its previous ones\. .*cannot guess for this model: .*vocabulary/) },
+    });
+    // The model is back on its previous settings, with its draft model.
+    const after = await call<StatusView>("status");
+    expect(after.model).toMatchObject({ state: "ready", settings: { draftModel: "draft.gguf" } });
+    expect(after.speculation).toMatchObject({ mode: "draft-model" });
+
+    const off = await call<StatusView>("setModelSettings", null, { ...none, draftModel: null });
+    expect(off.model?.settings.draftModel).toBeNull();
+    expect(off.speculation).toMatchObject({ mode: "prompt-lookup", draftModel: null });
   });
 });
 

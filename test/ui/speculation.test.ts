@@ -3,6 +3,8 @@
 // guesses a text prompt can confirm (test/e2e/speculation-surfaces.test.ts has real counts), so the counts
 // are stood in for here; the words are labels.ts's speculationLabel (test/unit/speculation-label.test.ts).
 // Screenshot: speculation.png.
+import { copyFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import type { SpeculationCounts } from "../../server/engine/types.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
@@ -60,4 +62,38 @@ describe.skipIf(skip !== null)("speculative decoding on the Server page", () => 
     await expect.poll(() => line().count()).toBe(0);
     expect(ui.pageErrors).toEqual([]);
   });
+
+  it("the model's settings take a draft model from the models folder (or its row's Use as draft): the model loads again with it, and the Server page names it", async () => {
+    report = undefined;
+    // A second model file in the models folder (the tiny model again: the same vocabulary, so it can draft).
+    mkdirSync(join(ui.dataDir, "models"), { recursive: true });
+    copyFileSync(inject("tinyModelPath"), join(ui.dataDir, "models", "tiny-draft.gguf"));
+    await ui.open("models");
+    const settings = ui.page.getByTestId("loaded-model-settings");
+    await settings.waitFor();
+    if ((await settings.getAttribute("open")) === null) await settings.locator("summary").click();
+    const select = settings.getByTestId("model-settings-draftModel");
+    await expect.poll(() => select.locator("option").allTextContents()).toEqual(["None: guess from the conversation (prompt lookup)", "tiny-draft.gguf"]);
+    await select.selectOption("tiny-draft.gguf");
+    await settings.getByTestId("model-settings-apply").click();
+    await expect.poll(() => ui.server.engineHost.status().model?.draftModel?.name, { timeout: 60_000 }).toBe("svc tiny test model");
+    const health = (await (await fetch(`${ui.server.url}/health`)).json()) as { speculation: { mode: string; draft_model: string } };
+    expect(health.speculation).toMatchObject({ mode: "draft-model", draft_model: "svc tiny test model" });
+    await expect.poll(() => select.inputValue()).toBe("tiny-draft.gguf");
+    await settings.screenshot({ path: `${ui.screenshotsDir}/draft-model-setting.png` });
+    await ui.open("server");
+    await expect.poll(() => line().textContent()).toBe("Draft model svc tiny test model, no drafts yet");
+    // And back to none: prompt lookup again.
+    await ui.open("models");
+    await ui.page.getByTestId("loaded-model-settings").getByTestId("model-settings-draftModel").selectOption("");
+    await ui.page.getByTestId("loaded-model-settings").getByTestId("model-settings-apply").click();
+    await expect.poll(() => ui.server.engineHost.status().model?.speculation, { timeout: 60_000 }).toBe("prompt-lookup");
+    // The file's row does the same in one click ("Use as draft" for the model serving now), and then has no such button.
+    const row = ui.page.getByTestId("model-row").filter({ hasText: "tiny-draft.gguf" });
+    await row.getByTestId("model-use-as-draft").click();
+    await expect.poll(() => ui.server.engineHost.status().model?.speculation, { timeout: 60_000 }).toBe("draft-model");
+    await expect.poll(() => row.getByTestId("model-use-as-draft").count()).toBe(0);
+    expect(await ui.axe()).toEqual([]);
+    expect(ui.pageErrors).toEqual([]);
+  }, 120_000);
 });

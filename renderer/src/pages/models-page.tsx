@@ -71,6 +71,8 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
   }, [section, loaded]);
 
   const loadedElsewhere = models?.loaded && !models.models.some((m) => m.loaded) ? models.loaded : null;
+  // The model serving now: another file of the folder can be its draft model (speculation).
+  const serving = status?.model?.file && status.model.state === "ready" ? status.model : null;
   const modelColumns: Array<Column<ModelFileView>> = [
     { key: "file", header: "File", cell: (m) => <>{m.file} {m.loaded && <span className="badge">loaded</span>} {m.active && <span className="badge alt">default</span>}{" "}
         {m.vision && (
@@ -102,6 +104,16 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
             {!m.loaded && !m.error && (
               <button data-testid="model-use" disabled={busy} onClick={() => void act(() => consoleApi.useModel(m.file))}>
                 Use
+              </button>
+            )}{" "}
+            {!m.loaded && !m.error && serving && serving.settings.draftModel !== m.file && (
+              <button
+                data-testid="model-use-as-draft"
+                disabled={busy}
+                title={`${m.file} writes a few tokens ahead for ${serving.name ?? serving.file}, which checks them: the same answers, faster where it guesses well (a smaller model of the same family)`}
+                onClick={() => saveSettings(null, { ...serving.settings, draftModel: m.file })}
+              >
+                Use as draft
               </button>
             )}{" "}
             {!m.error && (

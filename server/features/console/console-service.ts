@@ -153,6 +153,8 @@ function inWindowWords(err: unknown, kind: ModelKind = "llm"): unknown {
     switch (err.code) {
       case "model_not_found":
         return "That model file is no longer in the models folder. The list on the Model page shows what is there.";
+      case "draft_model_not_found":
+        return "That draft model file is not in the models folder. Pick one of the files the Model page lists.";
       case "model_active":
         return kind === "speech"
           ? "This is the speech model in use: uploads get no transcript once it is removed (Remove asks to confirm that)."
