@@ -260,10 +260,13 @@ describe("console calls", () => {
       "hf:Qwen/Qwen3-0.6B-GGUF:Q8_0",
       "hf:Qwen/Qwen3-1.7B-GGUF:Q8_0",
       "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M",
+      "hf:ggml-org/gemma-3-4b-it-GGUF:Q4_K_M",
       "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M",
       "hf:Qwen/Qwen3-14B-GGUF:Q4_K_M",
     ]);
     expect(suggested.filter((m) => m.recommended)).toHaveLength(1);
+    // One sees images (its projector comes with it).
+    expect(suggested.filter((m) => m.vision).map((m) => m.title)).toEqual(["Gemma 3 4B (Q4_K_M)"]);
     expect(suggested[0]!.fit).not.toBe("too_big");
   });
 
@@ -279,7 +282,7 @@ describe("console calls", () => {
   it("reports status and remembers the GPU choice", async () => {
     const status = await call<StatusView>("status");
     expect(status.model.state).toBe("no_model");
-    expect(await call("firstRun")).toMatchObject({ needsModel: true, recommended: { source: "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M" } });
+    expect(await call("firstRun")).toMatchObject({ needsModel: true, recommended: { source: "hf:Qwen/Qwen3-4B-GGUF:Q4_K_M" }, vision: { source: "hf:ggml-org/gemma-3-4b-it-GGUF:Q4_K_M" } });
     expect(status.cpuCores).toBeGreaterThan(0);
     expect((await dispatchConsoleCall(service, "setGpuPreference", ["quantum"])).ok).toBe(false);
     const cpu = await call<StatusView>("setGpuPreference", "cpu");

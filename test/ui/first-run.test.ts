@@ -2,7 +2,8 @@
 // (from a loopback stand-in for Hugging Face), the server loads it, and the chat answers.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
-import { RECOMMENDED_MODEL } from "../../server/features/models/model-sources.js";
+import { buildTinyVisionProjector } from "../../resources/test-model/tiny-vision.js";
+import { RECOMMENDED_MODEL, RECOMMENDED_VISION_MODEL } from "../../server/features/models/model-sources.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
 import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
 
@@ -35,6 +36,9 @@ describe.skipIf(skip !== null)("the window on a first run", () => {
     const offer = ui.page.getByTestId("first-run");
     await offer.waitFor();
     expect(await offer.textContent()).toContain(RECOMMENDED_MODEL.title);
+    // And one small model that also sees images, with its own button.
+    expect(await offer.getByTestId("first-run-vision").textContent()).toContain(`Or one that also sees images: ${RECOMMENDED_VISION_MODEL.title}.`);
+    expect(await offer.getByTestId("first-run-download-vision").textContent()).toMatch(new RegExp(`Download ${RECOMMENDED_VISION_MODEL.title.replace(/[()]/g, "\\$&")} \\(3\\.\\d+ GB\\)`));
     // Nothing can be sent without a model, and the message box stays in view under the offer.
     await ui.page.getByTestId("chat-input").fill("Hello?");
     expect(await ui.page.getByTestId("chat-send").isDisabled()).toBe(true);
@@ -68,4 +72,48 @@ describe.skipIf(skip !== null)("the window on a first run", () => {
     expect(((await answer.getByTestId("turn-content").textContent()) ?? "").trim().length).toBeGreaterThan(0);
     expect(await offer.count()).toBe(0);
   });
+});
+
+describe.skipIf(skip !== null)("the window on a first run, choosing the model that sees images", () => {
+  let ui: UiHarness;
+  let hub: ModelServer;
+  const savedEndpoint = process.env.HF_ENDPOINT;
+
+  beforeAll(async () => {
+    hub = await startModelServer();
+    // hf:ggml-org/gemma-3-4b-it-GGUF:Q4_K_M, as the downloader resolves it: a tiny model and its projector.
+    const [repo, quant] = RECOMMENDED_VISION_MODEL.source.replace(/^hf:/, "").split(":") as [string, string];
+    hub.manifests.set(`${repo}:${quant}`, `model-${quant}.gguf`);
+    hub.projectors.set(`${repo}:${quant}`, "mmproj-model-f16.gguf");
+    hub.files.set(`/${repo}/resolve/main/model-${quant}.gguf`, buildTinyModel({ seed: 5 }));
+    hub.files.set(`/${repo}/resolve/main/mmproj-model-f16.gguf`, buildTinyVisionProjector());
+    process.env.HF_ENDPOINT = `${hub.url}/`;
+    ui = await startUiHarness();
+  });
+
+  afterAll(async () => {
+    if (savedEndpoint === undefined) delete process.env.HF_ENDPOINT;
+    else process.env.HF_ENDPOINT = savedEndpoint;
+    await ui?.close();
+    await hub?.close();
+  });
+
+  it("downloads the vision model with its projector in one click; it loads seeing images", async () => {
+    await ui.open("chat");
+    const offer = ui.page.getByTestId("first-run");
+    await offer.waitFor();
+    await offer.getByTestId("first-run-download-vision").click();
+    await ui.page.getByTestId("model-ready").waitFor({ timeout: 60_000 });
+    expect(hub.requests.some((r) => r.path.endsWith("mmproj-model-f16.gguf"))).toBe(true);
+    await expect.poll(() => ui.server.engineHost.status().model?.vision ?? null, { timeout: 60_000 }).toEqual({ projector: expect.stringMatching(/hf_ggml-org_gemma-3-4b-it\.Q4_K_M\.mmproj\.gguf$/) });
+    await ui.open("models");
+    const row = ui.page.getByTestId("model-row").filter({ hasText: RECOMMENDED_VISION_MODEL.file });
+    await expect.poll(() => row.getByTestId("model-vision").count()).toBe(1);
+    expect(await row.textContent()).toContain("loaded");
+    // The suggestion says it sees images, and that it is here.
+    const suggested = ui.page.getByTestId("suggested-model").filter({ hasText: RECOMMENDED_VISION_MODEL.title });
+    expect(await suggested.getByTestId("suggested-vision").count()).toBe(1);
+    expect(await suggested.getByTestId("suggested-use").count()).toBe(1);
+    expect(ui.pageErrors).toEqual([]);
+  }, 120_000);
 });

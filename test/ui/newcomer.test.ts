@@ -411,10 +411,12 @@ describe.skipIf(skip !== null)("the window as a newcomer meets it", () => {
 
     it("offers models sized to this machine, and a failed download has Retry and Dismiss instead of a bar", async () => {
       const suggested = page().getByTestId("suggested-model");
-      await expect.poll(() => suggested.count()).toBe(5);
+      await expect.poll(() => suggested.count()).toBe(6);
       const fits = await suggested.evaluateAll((rows) => rows.map((r) => r.getAttribute("data-fit")));
       expect(fits).toContain("fits");
       expect(await suggested.filter({ hasText: "recommended" }).count()).toBe(1);
+      // One of them sees images (Gemma 3 4B, its projector fetched with it).
+      expect(await suggested.filter({ has: page().getByTestId("suggested-vision") }).allTextContents()).toEqual([expect.stringContaining("Gemma 3 4B")]);
 
       await page().getByTestId("download-source").fill(`${files.url}/missing.gguf`);
       await page().getByTestId("download-start").click();

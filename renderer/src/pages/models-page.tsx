@@ -138,6 +138,11 @@ export function ModelsPage({ section = null }: { section?: ModelsSection | null 
         <>
           <strong>{m.title}</strong>
           {m.recommended && <span className="badge">recommended</span>}
+          {m.vision && (
+            <span className="badge" data-testid="suggested-vision" title="Its vision projector comes with it: it sees images">
+              vision
+            </span>
+          )}
           <div className="muted small">{m.description}</div>
         </>
       ),

@@ -32,7 +32,7 @@ import { encodeBatch } from "../batches/batch-object.js";
 import type { BatchService } from "../batches/batch-service.js";
 import { toFileOut } from "../files/files-service.js";
 import type { KeyInfo, KeysService } from "../keys/keys-service.js";
-import { fitOf, RECOMMENDED_SPEECH_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
+import { fitOf, RECOMMENDED_SPEECH_MODEL, RECOMMENDED_VISION_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
 import type { ModelLoadSettings, ModelList, ModelsService, PullEvent } from "../models/models-service.js";
 import type {
   AccountView,
@@ -365,7 +365,12 @@ export class ConsoleService implements ConsoleApi {
   async firstRun(): Promise<FirstRunView> {
     const { source, title, description, approxBytes } = this.server.models.recommended();
     const needsModel = !this.server.engineHost.files().current && (await this.server.models.needsModel());
-    return { needsModel, recommended: { source, title, description, approxBytes } };
+    const vision = RECOMMENDED_VISION_MODEL;
+    return {
+      needsModel,
+      recommended: { source, title, description, approxBytes },
+      vision: { source: vision.source, title: vision.title, description: vision.description, approxBytes: vision.approxBytes },
+    };
   }
 
   async windowKey(): Promise<string> {
@@ -484,6 +489,7 @@ export class ConsoleService implements ConsoleApi {
         fit: fitOf(m, machine),
         recommended: m.source === recommended.source,
         downloaded: list.models.some((f) => f.file === m.file),
+        vision: m.vision === true,
       })),
       speech: {
         directory: list.speech.directory,

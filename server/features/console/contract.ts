@@ -239,6 +239,8 @@ export interface SuggestedModelView {
   recommended: boolean;
   /** Already in the models folder. */
   downloaded: boolean;
+  /** It sees images (its vision projector comes with it). */
+  vision: boolean;
 }
 
 /** The language models (GGUF, what answers) or the speech models (whisper.cpp, transcripts of audio and video). */
@@ -328,6 +330,8 @@ export interface FirstRunView {
   /** No model is loaded, none is active and the models folder is empty: offer the recommended one. */
   needsModel: boolean;
   recommended: { source: string; title: string; description: string; approxBytes: number };
+  /** A small model that also sees images, offered beside the recommended one. */
+  vision: { source: string; title: string; description: string; approxBytes: number };
 }
 
 /** What the window shows that changes by itself, pushed by watch(). */

@@ -90,9 +90,17 @@ export class ModelDownloads {
 
   /** Downloads a model into the models folder: see PullOptions. Throws AppError with a readable message. */
   async pull(sourceText: string | undefined, options: PullOptions = {}): Promise<PullResult> {
-    const result = await this.pullFile(sourceText, options);
-    if ((options.kind ?? "llm") !== "llm" || options.mmproj === false) return result;
-    return { ...result, projector: await this.pullProjector(result, options) };
+    if ((options.kind ?? "llm") !== "llm" || options.mmproj === false) return this.pullFile(sourceText, options);
+    // A vision model is made the active one (which a running server loads at once) only once its projector
+    // lies beside it, so that its first load sees images; a projector that fails leaves it active, text only.
+    const result = await this.pullFile(sourceText, { ...options, activateIfNone: false });
+    let projector: string | null = null;
+    try {
+      projector = await this.pullProjector(result, options);
+    } finally {
+      result.madeActive = this.activeModel.activateIfNone(result.file, options, "llm");
+    }
+    return { ...result, projector };
   }
 
   /**

@@ -22,6 +22,24 @@ export const RECOMMENDED_MODEL = {
 
 export type RecommendedModel = typeof RECOMMENDED_MODEL;
 
+/**
+ * The vision model the first run offers beside the recommended one (issue 39): Gemma 3 4B in Q4_K_M from
+ * ggml-org's GGUF repository, whose manifest names its vision projector (`mmproj-*.gguf`), fetched with it
+ * (docs/api.md, "Images"). It reads screenshots, photos and scanned pages; llama.cpp's vision library has
+ * supported it since it came out. About 2.5 GB and 0.85 GB for the projector.
+ */
+export const RECOMMENDED_VISION_MODEL = {
+  source: "hf:ggml-org/gemma-3-4b-it-GGUF:Q4_K_M",
+  file: "hf_ggml-org_gemma-3-4b-it.Q4_K_M.gguf",
+  title: "Gemma 3 4B (Q4_K_M)",
+  /** The model and its projector. */
+  approxBytes: 3_340_000_000,
+  description:
+    "A small model by Google that also sees images: drop a screenshot, a photo or a scanned page into the chat " +
+    "and ask about it. About 3.3 GB with its vision projector; runs on an 8 GB laptop.",
+  license: "Gemma Terms of Use",
+} as const;
+
 export interface SuggestedModel {
   source: string;
   /** The name node-llama-cpp's downloader gives the file. */
@@ -32,11 +50,14 @@ export interface SuggestedModel {
   /** Memory it needs to run with a few thousand tokens of context: the weights plus KV cache and buffers. */
   needsBytes: number;
   description: string;
+  /** It comes with a vision projector: the model sees images. */
+  vision?: boolean;
 }
 
 /**
- * A short list, smallest first, all from Qwen's own GGUF repositories (the same chat template and both modes
- * as the recommended model), so that every machine finds one that fits: see docs/configuration.md.
+ * A short list, smallest first, from Qwen's own GGUF repositories (the same chat template and both modes as
+ * the recommended model), so that every machine finds one that fits, and one that sees images (Gemma 3 4B):
+ * see docs/configuration.md.
  */
 export const SUGGESTED_MODELS: readonly SuggestedModel[] = [
   {
@@ -62,6 +83,15 @@ export const SUGGESTED_MODELS: readonly SuggestedModel[] = [
     approxBytes: RECOMMENDED_MODEL.approxBytes,
     needsBytes: 4_000_000_000,
     description: "Recommended: good answers and tool calling on an 8 GB laptop.",
+  },
+  {
+    source: RECOMMENDED_VISION_MODEL.source,
+    file: RECOMMENDED_VISION_MODEL.file,
+    title: RECOMMENDED_VISION_MODEL.title,
+    approxBytes: RECOMMENDED_VISION_MODEL.approxBytes,
+    needsBytes: 5_000_000_000,
+    description: "Sees images too (screenshots, photos, scanned pages); its vision projector comes with it.",
+    vision: true,
   },
   {
     source: "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M",
