@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import Database from "better-sqlite3";
+import sharp from "sharp";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { captionMp4, heicOf, heicSkipReason, iworkZip, textPng, toneWav } from "../support/file-fixtures.js";
@@ -75,6 +76,19 @@ describe("upload, list, get, delete", () => {
     const file = (await res.json()) as FileOut;
     expect(file).toMatchObject({ purpose: "user_data", mime_type: "image/png", content_kind: "image", status: "processed", filename: "photo.txt" });
     expect(file.token_estimate).toBeGreaterThan(10);
+  });
+
+  it("an image's token_estimate is what a model that sees it gets (by its size), not only the few tokens OCR reads in it", async () => {
+    // 1024x768 with two lines of text: count_tokens' estimate for that size is 1049 (docs/api.md, "Images").
+    const photo = await sharp({ create: { width: 1024, height: 768, channels: 3, background: "#fff" } })
+      .composite([{ input: await textPng(["Invoice 4711"]), top: 10, left: 10 }])
+      .png()
+      .toBuffer();
+    const file = await upload(photo, "photo.png");
+    expect(file).toMatchObject({ content_kind: "image", status: "processed", token_estimate: 1049 });
+    // What the text-only path reads is far less (its <file> block: facts and the OCR text).
+    const content = JSON.parse(readFileSync(join(dataDir, "files", file.id, "content.json"), "utf8")) as { text: string };
+    expect(Math.ceil(content.text.length / 4)).toBeLessThan(300);
   });
 
   it("lists own files newest first with OpenAI's cursor pagination; another account sees none of them", async () => {

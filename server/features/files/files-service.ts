@@ -14,7 +14,8 @@ import { formatFileText, sizeLimitError, type Classified, type Extracted, type I
 import { probeMedia, videoTooLong } from "../../ingest/media.js";
 import { isVideoTooLong } from "../../ingest/types.js";
 import type { FileResolver } from "../../pipeline/pipeline.js";
-import { estimateTokens } from "../../pipeline/token-estimate.js";
+import { estimateImageTokens, estimateTokens } from "../../pipeline/token-estimate.js";
+import { imageSize } from "../../ingest/vision.js";
 import type { FileRow } from "../../store/files-repository.js";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrictTree } from "../../store/file-modes.js";
 import type { Store } from "../../store/store.js";
@@ -314,6 +315,23 @@ export class FilesService implements FileResolver {
     return join(this.fileDir(id), "content.json");
   }
 
+  /**
+   * What a model that sees images gets for this file, by count_tokens' estimate per image size: an image
+   * itself; scanned pages' or a video's keyframes with the text around them. 0 for files with no pictures.
+   */
+  private async seenTokens(row: FileRow, extracted: Extracted): Promise<number> {
+    const ofImage = async (bytes: Buffer) => {
+      const { width, height } = await imageSize(bytes);
+      return estimateImageTokens(width, height);
+    };
+    if (row.content_kind === "image") return ofImage(await readFile(this.originalPath(row.id))).catch(() => 0);
+    const visual = extracted.visual;
+    if (!visual) return 0;
+    let tokens = estimateTokens([{ role: "user", content: [{ type: "text", text: `${visual.text}\n${visual.note ?? ""}` }] }], []);
+    for (const image of visual.images) tokens += await ofImage(Buffer.from(image.data, "base64")).catch(() => 0);
+    return tokens;
+  }
+
   /** Reads the file once; the content is kept beside the bytes, and a failure becomes status error with its reason. */
   private extract(row: FileRow): Promise<void> {
     const running = this.jobs.get(row.id);
@@ -324,7 +342,9 @@ export class FilesService implements FileResolver {
         const extracted = await this.options.ingest.extractFile(this.originalPath(row.id), classified, row.filename);
         if (!this.options.store.files.findAny(row.id)) return; // deleted meanwhile
         await writeFile(this.contentPath(row.id), JSON.stringify(extracted), { mode: PRIVATE_FILE_MODE });
-        const tokens = estimateTokens([{ role: "user", content: [{ type: "text", text: formatFileText(extracted, row.filename) }] }], []);
+        const read = estimateTokens([{ role: "user", content: [{ type: "text", text: formatFileText(extracted, row.filename) }] }], []);
+        // A model that sees images gets pictures instead of what OCR read in them: count the larger.
+        const tokens = Math.max(read, await this.seenTokens(row, extracted));
         this.options.store.files.setResult(row.id, { status: "processed", statusDetails: null, tokenEstimate: tokens });
       } catch (err) {
         if (!this.options.store.files.findAny(row.id)) return;
