@@ -116,6 +116,11 @@ export interface InferenceRequest {
   logprobs?: { top: number };
   refusalMode?: RefusalMode;
   sessionId?: string;
+  /**
+   * Chat's `prediction` (OpenAI's Predicted Outputs): text the answer is expected to repeat much of (a file
+   * being edited), which speculation then guesses from as it does from the prompt. Never changes the answer.
+   */
+  prediction?: string;
   metadata?: Record<string, unknown>;
   /**
    * "auto": when the prompt does not fit the context, the oldest turns (after the leading system messages)

@@ -485,6 +485,8 @@ export class LlamaEngine implements Engine {
     const { held, cached: cachedTokens } = warmed;
     try {
       const sequence = lease.sequence;
+      // Chat's prediction, for prompt lookup's guesses (an answer can repeat at most a context of it).
+      const prediction = request.prediction ? this.model.tokenize(request.prediction.slice(0, this.context.contextSize * 16), false).slice(0, this.context.contextSize) : undefined;
       const generation = runGeneration({
         model: this.model,
         syntax: this.syntax,
@@ -495,7 +497,7 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
-        evaluate: (tokens, metadata, options, more) => this.loop.evaluate(sequence, tokens, metadata, options, more, signal),
+        evaluate: (tokens, metadata, options, more) => this.loop.evaluate(sequence, tokens, metadata, options, more, signal, prediction),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - cachedTokens));

@@ -64,26 +64,37 @@ export class PromptLookupIndex {
   /** Up to this many latest occurrences of the last bigram are compared for a longer match. */
   static readonly CANDIDATES = 64;
 
-  constructor(private readonly options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS) {
+  /**
+   * `prefix`: tokens looked up as if they came before the context (Chat's `prediction`, after the prompt's
+   * last tokens so that the answer's first tokens find it); fixed for the index's life.
+   */
+  constructor(
+    private readonly options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS,
+    private readonly prefix: readonly number[] = [],
+  ) {
     if (options.minNgram < 2) throw new Error("PromptLookupIndex matches bigrams and longer (minNgram of 2 or more).");
   }
 
   /** The draft for `context` followed by `next` (as promptLookupDraft(context, options, next)), at most maxDraft tokens. */
   draft(context: ArrayLike<number>, next: number, maxDraft = this.options.maxDraft): number[] {
-    const held = context.length;
-    if (maxDraft <= 0 || held < 1) return [];
+    if (maxDraft <= 0 || context.length < 1) return [];
+    // Positions count the prefix first, then the context.
+    const pre = this.prefix.length;
+    const held = pre + context.length;
+    const token = pre === 0 ? (i: number) => context[i]! : (i: number) => (i < pre ? this.prefix[i]! : context[i - pre]!);
     // Record the bigrams up to the context's end (a shortened context re-records from where it now ends).
     this.indexed = Math.min(this.indexed, held);
     for (let p = Math.max(1, this.indexed); p < held; p++) {
-      const key = context[p - 1]! * 0x100000 + context[p]!;
+      const key = token(p - 1) * 0x100000 + token(p);
       const list = this.ends.get(key);
       if (list === undefined) this.ends.set(key, [p]);
       else if (list[list.length - 1] !== p) list.push(p);
     }
     this.indexed = Math.max(this.indexed, held);
     const length = held + 1;
-    const at = (i: number) => (i < held ? context[i]! : next);
-    const candidates = this.ends.get(context[held - 1]! * 0x100000 + next);
+    const at = (i: number) => (i < held ? token(i) : next);
+    const last = token(held - 1);
+    const candidates = this.ends.get(last * 0x100000 + next);
     if (candidates === undefined) return [];
     const longest = Math.min(this.options.maxNgram, length - 1);
     let best = -1;
@@ -92,10 +103,10 @@ export class PromptLookupIndex {
     for (let c = candidates.length - 1; c >= 0 && seen < PromptLookupIndex.CANDIDATES; c--) {
       const end = candidates[c]!;
       // Occurrences before the tail's own bigram (which ends at `held`), still as recorded.
-      if (end >= held || context[end - 1] !== context[held - 1] || context[end] !== next) continue;
+      if (end >= held || token(end - 1) !== last || token(end) !== next) continue;
       seen++;
       let n = 2;
-      while (n < longest && end - n >= 0 && context[end - n] === at(held - n)) n++;
+      while (n < longest && end - n >= 0 && token(end - n) === at(held - n)) n++;
       if (n > bestLength) {
         best = end;
         bestLength = n;

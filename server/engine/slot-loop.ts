@@ -59,6 +59,17 @@ function sharesLockModule(): boolean {
 }
 const SHARED_LOCKS = sharesLockModule();
 
+/**
+ * What prompt lookup reads before the sequence for a prediction: the prompt's last tokens (the assistant turn's
+ * opening, which the answer follows), then the prediction, so that the answer's first tokens find it too.
+ */
+function predictionPrefix(sequence: { _contextTokens: Token[] }, feed: Token[], prediction: readonly Token[] | undefined): Token[] {
+  if (!prediction || prediction.length === 0) return [];
+  const tail = feed.length >= PREDICTION_ANCHOR ? feed.slice(-PREDICTION_ANCHOR) : [...sequence._contextTokens.slice(-(PREDICTION_ANCHOR - feed.length)), ...feed];
+  return [...tail, ...prediction];
+}
+const PREDICTION_ANCHOR = 3;
+
 /** Feeds up to this long count as a generation's step (batched first); longer ones are prompts, read in chunks. */
 export const MAX_STEP_FEED = 8;
 
@@ -357,6 +368,8 @@ export class SlotLoop {
     options: SequenceEvaluateOptions,
     more: () => number = () => Number.MAX_SAFE_INTEGER,
     signal?: AbortSignal,
+    /** Tokens the answer is expected to repeat (Chat's `prediction`): prompt lookup guesses from them too. */
+    prediction?: readonly Token[],
   ): AsyncGenerator<SampledToken, void, unknown> {
     if (!this.available) {
       yield* sequence.evaluateWithMetadata(tokens, metadata, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledToken, void, unknown>;
@@ -380,7 +393,7 @@ export class SlotLoop {
       accepted: [],
       // A guessed position is sampled as the token-by-token path would sample it only where the settings are
       // the same for every token and nothing is reported with one (no grammar, penalties or probabilities).
-      guesser: this.paths.speculation && fixed ? new Guesser(this.draftModel, internals._sequenceId) : null,
+      guesser: this.paths.speculation && fixed ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction)) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;

@@ -60,10 +60,14 @@ export class Guesser {
   private wait = 0;
   private lookup: PromptLookupIndex | null = null;
 
-  /** `draftModel`: guesses from it (for the served sequence `sequenceId`) instead of prompt lookup. */
+  /**
+   * `draftModel`: guesses from it (for the served sequence `sequenceId`) instead of prompt lookup.
+   * `lookupPrefix`: tokens prompt lookup also reads, as if they came before the sequence (Chat's `prediction`).
+   */
   constructor(
     private readonly draftModel: DraftSource | null = null,
     private readonly sequenceId = 0,
+    private readonly lookupPrefix: readonly number[] = [],
   ) {}
 
   /**
@@ -88,14 +92,18 @@ export class Guesser {
     const maxDraft = Math.min(most, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
     if (maxDraft <= 0) return [];
     if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...Array.from(context as ArrayLike<Token>), token], maxDraft);
-    return (this.lookup ??= new PromptLookupIndex()).draft(context, token, maxDraft) as Token[];
+    return this.index().draft(context, token, maxDraft) as Token[];
+  }
+
+  private index(): PromptLookupIndex {
+    return (this.lookup ??= new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, this.lookupPrefix));
   }
 
   /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
   wouldGuess(context: ArrayLike<number>, token: Token): boolean {
     // A draft model's guesses are not known before it writes them: a step asks it.
     if (this.draftModel) return this.wait === 0 && guessLength(this.keepRate, 1) > 0;
-    return this.wait === 0 && guessLength(this.keepRate, 1) > 0 && (this.lookup ??= new PromptLookupIndex()).draft(context, token, 1).length > 0;
+    return this.wait === 0 && guessLength(this.keepRate, 1) > 0 && this.index().draft(context, token, 1).length > 0;
   }
 
   /** A token made without a step of the loop's (a solo run's): the back-off counts it. */

@@ -45,6 +45,8 @@ export interface EngineRequest {
   tokenProbabilities?: { top: number };
   /** Requests of one session prefer the sequence that served the session last (cache affinity). */
   sessionId?: string;
+  /** Text the answer is expected to repeat (Chat's `prediction`): speculation guesses from it too. */
+  prediction?: string;
 }
 
 /** A sampled answer or tool-call token and its log-probability under the model. */

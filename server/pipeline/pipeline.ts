@@ -293,6 +293,7 @@ export function toEngineRequest(request: InferenceRequest, reasoningBudget?: num
     // Token probabilities cost a little per token: computed only when the request needs them.
     ...(request.logprobs || wantsConfidence(request) ? { tokenProbabilities: { top: request.logprobs?.top ?? 0 } } : {}),
     ...(request.sessionId !== undefined ? { sessionId: request.sessionId } : {}),
+    ...(request.prediction ? { prediction: request.prediction } : {}),
   };
 }
 

@@ -93,6 +93,36 @@ describe("Chat Completions with speculation on and off", () => {
     }
   });
 
+  it("Predicted Outputs: a prediction the conversation does not hold is guessed from; the answer is unchanged, and a wrong prediction changes nothing", async () => {
+    const hello = [{ role: "user" as const, content: "Hello" }];
+    const plain = await both({ model: "svc", messages: hello, temperature: 0, reasoning_effort: "none" });
+    expect(plain.on.choices[0]!.message.content).toBe(answer);
+    // Without the answer anywhere in the prompt, nothing (or next to nothing) is guessed.
+    expect(plain.on.usage!.completion_tokens_details!.accepted_prediction_tokens).toBeLessThan(10);
+    for (const prediction of [
+      { type: "content" as const, content: answer },
+      { type: "content" as const, content: [{ type: "text" as const, text: answer.slice(0, 20) }, { type: "text" as const, text: answer.slice(20) }] },
+    ]) {
+      const r = await both({ model: "svc", messages: hello, temperature: 0, reasoning_effort: "none", prediction });
+      expect(comparable(r.on)).toEqual(comparable(plain.on));
+      expect(r.on.usage!.completion_tokens).toBe(plain.on.usage!.completion_tokens);
+      // The prediction's tokens are the answer's from its first: nearly all taken from guesses.
+      expect(r.on.usage!.completion_tokens_details!.accepted_prediction_tokens).toBeGreaterThanOrEqual(answer.length - 10);
+      expect(r.off.usage!.completion_tokens_details).toMatchObject({ accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 });
+    }
+    // A prediction the answer does not follow: guesses refused, the same answer.
+    const wrong = await both({ model: "svc", messages: hello, temperature: 0, reasoning_effort: "none", prediction: { type: "content", content: [...answer].reverse().join("") } });
+    expect(comparable(wrong.on)).toEqual(comparable(plain.on));
+    // Not an object of type content: refused in Chat's error format.
+    const bad = await fetch(`${on.server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${on.openai.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "svc", messages: hello, prediction: { type: "file", content: "x" } }),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toMatch(/^prediction/);
+  });
+
   it("an answer that differs from the conversation where it was edited: guesses refused there, the same answer", async () => {
     for (const temperature of [0, 1.5]) {
       const r = await both({ model: "svc", messages: edited, temperature, seed: 3, reasoning_effort: "none" });

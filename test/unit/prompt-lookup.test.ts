@@ -66,6 +66,18 @@ describe("PromptLookupIndex", () => {
     expect(index.draft([1, 2, 3, 9, 9, 9, 3, 4, 1], 2)).toEqual([3, 9, 9, 9]);
   });
 
+  it("with a prefix (Chat's prediction after the prompt's last tokens): drafts from it as if it came before the sequence, the sequence's own occurrences first", () => {
+    const options = { maxNgram: 4, minNgram: 2, maxDraft: 4 };
+    // The prompt ends "7 8"; the prediction is "20 21 22 23 24 25".
+    const index = new PromptLookupIndex(options, [7, 8, 20, 21, 22, 23, 24, 25]);
+    // The answer's first token, 20, after the prompt's "7 8": the prediction's start follows.
+    expect(index.draft([1, 2, 7, 8], 20)).toEqual([21, 22, 23, 24]);
+    expect(index.draft([1, 2, 7, 8, 20, 21], 22)).toEqual([23, 24, 25, 1]);
+    // As the same virtual sequence would: the prefix, then the sequence.
+    const virtual = [7, 8, 20, 21, 22, 23, 24, 25, 1, 2, 7, 8, 20, 21];
+    expect(new PromptLookupIndex(options, [7, 8, 20, 21, 22, 23, 24, 25]).draft(virtual.slice(8), 22)).toEqual(promptLookupDraft(virtual, options, 22));
+  });
+
   it("refuses a minimum n-gram under 2 (it matches bigrams)", () => {
     expect(() => new PromptLookupIndex({ maxNgram: 3, minNgram: 1, maxDraft: 8 })).toThrow();
   });

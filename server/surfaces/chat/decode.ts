@@ -57,6 +57,7 @@ export function decodeChatRequest(body: ChatRequestBody): DecodedChatRequest {
     ...(body.logprobs === true ? { logprobs: { top: body.top_logprobs ?? 0 } } : {}),
     refusalMode: body.refusal_mode ?? undefined,
     sessionId: body.session_id ?? undefined,
+    ...predictionOf(body.prediction ?? undefined),
   };
   return { inference, stream: body.stream === true, sessionId: body.session_id ?? undefined };
 }
@@ -68,6 +69,13 @@ function textOfParts(content: unknown, where: string, allowRefusal = false): str
     if (allowRefusal && part.type === "refusal") return typeof part.refusal === "string" ? part.refusal : "";
     throw invalidRequest(`Content parts of type '${String(part.type)}' are not allowed in this message; use text parts.`, `${at}.type`);
   });
+}
+
+/** Predicted Outputs' content as one text (its parts joined); nothing for an empty one. */
+function predictionOf(prediction: ChatRequestBody["prediction"]): { prediction?: string } {
+  if (!prediction) return {};
+  const text = typeof prediction.content === "string" ? prediction.content : prediction.content.map((part) => part.text).join("");
+  return text === "" ? {} : { prediction: text };
 }
 
 function decodeUserContent(content: unknown, where: string): ContentPart[] {

@@ -91,6 +91,18 @@ export const ChatRequestSchema = Type.Object(
     logprobs: Type.Optional(nullable(Type.Boolean())),
     top_logprobs: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: 20 }))),
     refusal_mode: Type.Optional(nullable(Type.Union([Type.Literal("soft"), Type.Literal("strict")]))),
+    // OpenAI's Predicted Outputs: the text (or text parts) the answer is expected to repeat.
+    prediction: Type.Optional(
+      nullable(
+        Type.Object(
+          {
+            type: Type.Literal("content"),
+            content: Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.Literal("text"), text: Type.String() }, { additionalProperties: true }), { maxItems: 1000 })]),
+          },
+          { additionalProperties: true },
+        ),
+      ),
+    ),
   },
   { additionalProperties: true },
 );
