@@ -9,29 +9,40 @@ import { startUiHarness, uiSkipReason, type UiHarness } from "./harness.js";
 
 const skip = uiSkipReason();
 
-describe.skipIf(skip !== null)("the window on a first run", () => {
-  let ui: UiHarness;
-  let hub: ModelServer;
+/**
+ * A window on a first run (no model anywhere) whose Hugging Face, a loopback stand-in, answers `source` (an
+ * hf:user/repo:QUANT URI, as the downloader resolves it) with a tiny model, and with a projector beside it
+ * in the manifest when `projector`. Set up before the describe's tests, closed after them.
+ */
+function firstRun(source: string, projector = false): { ui: UiHarness; hub: ModelServer } {
+  const run = {} as { ui: UiHarness; hub: ModelServer };
   const savedEndpoint = process.env.HF_ENDPOINT;
-
   beforeAll(async () => {
-    hub = await startModelServer();
-    // hf:Qwen/Qwen3-4B-GGUF:Q4_K_M, as the downloader resolves it, answered with a tiny model.
-    const [repo, quant] = RECOMMENDED_MODEL.source.replace(/^hf:/, "").split(":") as [string, string];
-    hub.manifests.set(`${repo}:${quant}`, `model-${quant}.gguf`);
-    hub.files.set(`/${repo}/resolve/main/model-${quant}.gguf`, buildTinyModel({ seed: 5 }));
-    process.env.HF_ENDPOINT = `${hub.url}/`;
-    ui = await startUiHarness();
+    run.hub = await startModelServer();
+    const [repo, quant] = source.replace(/^hf:/, "").split(":") as [string, string];
+    run.hub.manifests.set(`${repo}:${quant}`, `model-${quant}.gguf`);
+    run.hub.files.set(`/${repo}/resolve/main/model-${quant}.gguf`, buildTinyModel({ seed: 5 }));
+    if (projector) {
+      run.hub.projectors.set(`${repo}:${quant}`, "mmproj-model-f16.gguf");
+      run.hub.files.set(`/${repo}/resolve/main/mmproj-model-f16.gguf`, buildTinyVisionProjector());
+    }
+    process.env.HF_ENDPOINT = `${run.hub.url}/`;
+    run.ui = await startUiHarness();
   });
-
   afterAll(async () => {
     if (savedEndpoint === undefined) delete process.env.HF_ENDPOINT;
     else process.env.HF_ENDPOINT = savedEndpoint;
-    await ui?.close();
-    await hub?.close();
+    await run.ui?.close();
+    await run.hub?.close();
   });
+  return run;
+}
+
+describe.skipIf(skip !== null)("the window on a first run", () => {
+  const run = firstRun(RECOMMENDED_MODEL.source);
 
   it("offers the recommended model in the chat, downloads it with one click, says when it is ready, and chats", async () => {
+    const { ui, hub } = run;
     await ui.open("chat");
     const offer = ui.page.getByTestId("first-run");
     await offer.waitFor();
@@ -75,30 +86,10 @@ describe.skipIf(skip !== null)("the window on a first run", () => {
 });
 
 describe.skipIf(skip !== null)("the window on a first run, choosing the model that sees images", () => {
-  let ui: UiHarness;
-  let hub: ModelServer;
-  const savedEndpoint = process.env.HF_ENDPOINT;
-
-  beforeAll(async () => {
-    hub = await startModelServer();
-    // hf:ggml-org/gemma-3-4b-it-GGUF:Q4_K_M, as the downloader resolves it: a tiny model and its projector.
-    const [repo, quant] = RECOMMENDED_VISION_MODEL.source.replace(/^hf:/, "").split(":") as [string, string];
-    hub.manifests.set(`${repo}:${quant}`, `model-${quant}.gguf`);
-    hub.projectors.set(`${repo}:${quant}`, "mmproj-model-f16.gguf");
-    hub.files.set(`/${repo}/resolve/main/model-${quant}.gguf`, buildTinyModel({ seed: 5 }));
-    hub.files.set(`/${repo}/resolve/main/mmproj-model-f16.gguf`, buildTinyVisionProjector());
-    process.env.HF_ENDPOINT = `${hub.url}/`;
-    ui = await startUiHarness();
-  });
-
-  afterAll(async () => {
-    if (savedEndpoint === undefined) delete process.env.HF_ENDPOINT;
-    else process.env.HF_ENDPOINT = savedEndpoint;
-    await ui?.close();
-    await hub?.close();
-  });
+  const run = firstRun(RECOMMENDED_VISION_MODEL.source, true);
 
   it("downloads the vision model with its projector in one click; it loads seeing images", async () => {
+    const { ui, hub } = run;
     await ui.open("chat");
     const offer = ui.page.getByTestId("first-run");
     await offer.waitFor();
