@@ -16,6 +16,13 @@ import { AppError } from "../core/errors.js";
 /** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
 export const DRAFT_MIN_CONFIDENCE = 0.6;
 
+/**
+ * A guess waits for the draft model to read at most this many new tokens. More (a new conversation's prompt:
+ * a coding agent's is 40,000 tokens) are read in the background while the served model answers without
+ * guesses, so that the draft model never holds up an answer's first tokens; guessing starts once it has read them.
+ */
+export const DRAFT_CATCH_UP_TOKENS = 256;
+
 /** What the slot loop asks of a draft model (a fake in unit tests). */
 export interface DraftSource {
   /**
@@ -38,6 +45,8 @@ export interface DraftModelOptions {
 
 export class DraftModel implements DraftSource {
   private readonly sequences = new Map<number, LlamaContextSequence>();
+  /** Sequences reading a long prompt in the background (see DRAFT_CATCH_UP_TOKENS). */
+  private readonly catchingUp = new Set<LlamaContextSequence>();
   private closed = false;
 
   private constructor(
@@ -85,7 +94,7 @@ export class DraftModel implements DraftSource {
   async draft(sequenceId: number, tokens: readonly Token[], max: number): Promise<Token[]> {
     if (this.closed || max <= 0 || tokens.length === 0 || tokens.length + max > this.context.contextSize - 1) return [];
     const sequence = this.sequenceFor(sequenceId);
-    if (!sequence) return [];
+    if (!sequence || this.catchingUp.has(sequence)) return [];
     return withLock([sequence, "draft"], async () => {
       if (this.closed) return [];
       // What the sequence read before that these tokens still begin with; at least the last one is read again,
@@ -94,6 +103,10 @@ export class DraftModel implements DraftSource {
       let common = 0;
       while (common < had.length && common < tokens.length - 1 && had[common] === tokens[common]) common++;
       if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
+      if (tokens.length - 1 - common > DRAFT_CATCH_UP_TOKENS) {
+        this.catchUp(sequence, tokens.slice(common, -1) as Token[]);
+        return [];
+      }
       const guesses: Token[] = [];
       const written = sequence.evaluateWithMetadata(tokens.slice(common) as Token[], { confidence: true }, { temperature: 0 });
       try {
@@ -107,6 +120,16 @@ export class DraftModel implements DraftSource {
       }
       return guesses;
     });
+  }
+
+  /** Reads `tokens` into the sequence in the background; guesses for it wait until it is done (draft returns none). */
+  private catchUp(sequence: LlamaContextSequence, tokens: Token[]): void {
+    this.catchingUp.add(sequence);
+    void withLock([sequence, "draft"], async () => {
+      if (!this.closed) await sequence.evaluateWithoutGeneratingNewTokens(tokens);
+    })
+      .catch(() => undefined)
+      .finally(() => this.catchingUp.delete(sequence));
   }
 
   private sequenceFor(sequenceId: number): LlamaContextSequence | null {

@@ -13,7 +13,7 @@ import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, typ
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
-import { DRAFT_MIN_CONFIDENCE, DraftModel } from "../../server/engine/draft-model.js";
+import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel } from "../../server/engine/draft-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
@@ -130,6 +130,33 @@ describe("speculation with a draft model (--draft-model)", () => {
     expect(await sure.draft(0, [...prompt, ...greedy.slice(0, 4)], 4)).toEqual(greedy.slice(4, 8));
     // And from a turn it refused: the draft takes back what no longer matches.
     expect(await sure.draft(0, [...prompt, greedy[0]!], 3)).toEqual(greedy.slice(1, 4));
+  });
+
+  it("a long prompt is read by the draft model in the background: no guess at once, guesses once it has read it; the answer is the same", async () => {
+    const draft = await draftOf(inject("tinyModelPath"));
+    const long = target.model.tokenize(`<|im_start|>user\n${"tell me a story about the sea ".repeat(40)}<|im_end|>\n<|im_start|>assistant\n`, true);
+    expect(long.length).toBeGreaterThan(DRAFT_CATCH_UP_TOKENS);
+    const off = await run(null, long, { temperature: 0 }, 30);
+    // The first ask does not wait for the draft model to read 1,200 tokens.
+    expect(await draft.draft(1, long, 4)).toEqual([]);
+    await expect.poll(() => draft.draft(1, long, 4), { timeout: 20_000 }).toEqual(off.tokens.slice(0, 4));
+    // Through the slot loop: the answer's first tokens come without guesses (this short answer ends before the
+    // draft model has read the prompt), and the same request again takes guesses; the same answer both times.
+    const loopDraft = await draftOf(inject("tinyModelPath"));
+    const first = await run(loopDraft, long, { temperature: 0 }, 30);
+    expect(first.tokens).toEqual(off.tokens);
+    expect(first.state).toEqual(off.state);
+    expect(first.sampled.slice(0, 2).map((t) => t.speculation)).toEqual([undefined, undefined]);
+    await expect
+      .poll(
+        async () => {
+          const again = await run(loopDraft, long, { temperature: 0 }, 30);
+          expect(again.tokens).toEqual(off.tokens);
+          return again.sampled.some((t) => t.speculation?.accepted);
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(true);
   });
 
   it("a model of another vocabulary is refused at load, saying why", async () => {
