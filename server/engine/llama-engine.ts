@@ -177,14 +177,17 @@ async function planForModel(
   const kvTypes = kvCacheTypesFor(attentionHeadSizes(model.fileInfo.architectureMetadata as AttentionMetadata));
   const quantizedMemory = kvTypes.includes("q8_0") ? await fit(true).catch(() => undefined) : undefined;
   const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
-  const budget = memoryBudget({
+  // A draft model (--draft-model) loads after this context: its weights and a KV cache of its own, about its
+  // file's size and a quarter more (a small model's cache per token is small), are left out of the budget.
+  const draftBytes = options.draftModelPath && speculationPaths(options).speculation ? await stat(options.draftModelPath).then((s) => s.size * DRAFT_MEMORY_FACTOR, () => 0) : 0;
+  const budget = Math.max(0, memoryBudget({
     onGpu,
     vramFreeBytes: vram.free,
     vramTotalBytes: vram.total,
     ramFreeBytes: freemem(),
     ramTotalBytes: totalmem(),
     mappedModelBytes: onGpu || !model.useMmap ? 0 : model.size,
-  });
+  }) - draftBytes);
   const input = {
     budgetBytes: budget,
     memory,
@@ -202,6 +205,9 @@ async function planForModel(
   const costs = quantizedMemory ? [memory, quantizedMemory] : [memory];
   return { plan, budget, onGpu, memory: { kind: onGpu ? "VRAM" : "RAM", budgetBytes: budget, costs }, automaticContextSize };
 }
+
+/** What a draft model takes beside the served one, in multiples of its file's size (see planForModel). */
+const DRAFT_MEMORY_FACTOR = 1.25;
 
 const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } as const;
 
