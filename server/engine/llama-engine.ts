@@ -1,5 +1,5 @@
 // Why one file (over 400 lines): the LlamaEngine class (load, count, generate, grammars) is one job, the
-// engine on node-llama-cpp; its load reads the model's facts, plans its fit (planForModel) and creates the
+// engine on node-llama-cpp; its load reads the model's facts, plans its fit (model-fit.ts) and creates the
 // context in one sequence whose intermediate values each step uses. The runtime it loads on is
 // llama-runtime.ts.
 //
@@ -10,7 +10,6 @@ import { stat } from "node:fs/promises";
 import { availableParallelism, freemem, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import {
-  GgmlType,
   type ChatWrapper,
   type Llama,
   type LlamaContext,
@@ -28,22 +27,8 @@ import { VisionSlot, type VisionEngine } from "./vision/vision-engine.js";
 import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
-import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts, type ContextMemory } from "./context-advice.js";
-import {
-  attentionHeadSizes,
-  chooseThreads,
-  DEFAULT_MAX_CONTEXT_SIZE,
-  defaultMaxSequences,
-  estimateContextBytes,
-  fitMemoryModel,
-  kvCacheTypesFor,
-  memoryBudget,
-  planContext,
-  type AttentionMetadata,
-  type ContextPlan,
-  type GpuPreference,
-  type Offload,
-} from "./resource-plan.js";
+import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts } from "./context-advice.js";
+import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
@@ -52,6 +37,7 @@ import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 import { describeGpu, loadRuntime } from "./llama-runtime.js";
 import { DraftModel } from "./draft-model.js";
+import { agentTokensPerChar, planForModel } from "./model-fit.js";
 
 export type { GpuPreference } from "./resource-plan.js";
 
@@ -122,92 +108,6 @@ const MiB = 1024 * 1024;
 function formatMiB(bytes: number): string {
   return bytes >= 1024 * MiB ? `${(bytes / 1024 / MiB).toFixed(1)} GiB` : `${Math.round(bytes / MiB)} MiB`;
 }
-
-/**
- * Text like what coding agents send (instructions, a tool schema, code), to measure how many tokens this
- * model's tokenizer makes per character of it.
- */
-const AGENT_TEXT_SAMPLE = `You are an interactive agent that helps users with software engineering tasks. Use the instructions below and the tools available to you to assist the user.
-
-# Doing tasks
-- Read the relevant files before you change them, and keep changes small.
-- Run the tests after each change; never skip a failing test.
-
-{"name": "Read", "description": "Reads a file from the local filesystem.", "schema": {"type": "object", "properties": {"file_path": {"type": "string", "description": "The absolute path to the file to read"}, "offset": {"type": "number"}}, "required": ["file_path"], "additionalProperties": false}}
-
-export async function loadConfig(path: string): Promise<Config> {
-  const text = await readFile(path, "utf8");
-  return JSON.parse(text) as Config;
-}
-`;
-
-/** Tokens per character of agent-like text under this model's tokenizer. */
-function agentTokensPerChar(model: LlamaModel): number {
-  return model.tokenize(AGENT_TEXT_SAMPLE, false).length / AGENT_TEXT_SAMPLE.length;
-}
-
-/**
- * Sizes the context to the memory left once the model is loaded (see resource-plan.ts). Also says what that
- * memory holds, and the context the server would choose without a given --context-size, for the advice
- * when a context is too short (context-advice.ts).
- */
-async function planForModel(
-  llama: Llama,
-  model: LlamaModel,
-  options: LlamaEngineOptions,
-  agentContext: number,
-): Promise<{ plan: ContextPlan; budget: number; onGpu: boolean; memory: ContextMemory; automaticContextSize: number }> {
-  const onGpu = llama.gpu !== false && model.gpuLayers > 0;
-  const estimate = async (contextSize: number, sequences: number, quantized = false) => {
-    const r = await model.fileInsights.estimateContextResourceRequirementsV2({
-      contextSize,
-      modelGpuLayers: model.gpuLayers,
-      sequences,
-      ...(quantized ? { kvCacheKeyType: GgmlType.Q8_0, kvCacheValueType: GgmlType.Q8_0, flashAttention: true } : {}),
-    });
-    return onGpu ? r.gpuVram : r.cpuRam;
-  };
-  const fit = async (quantized: boolean) => {
-    const [c1s1, c2s1, c2s2] = await Promise.all([estimate(1024, 1, quantized), estimate(2048, 1, quantized), estimate(2048, 2, quantized)]);
-    return fitMemoryModel({ c1: 1024, c2: 2048, c1s1, c2s1, c2s2 });
-  };
-  // Also with both values given: the estimates then choose the KV cache type (q8_0 where only that fits).
-  const memory = await fit(false);
-  // Only for heads that q8_0's blocks divide: for others each estimate would make llama.cpp log an error.
-  const kvTypes = kvCacheTypesFor(attentionHeadSizes(model.fileInfo.architectureMetadata as AttentionMetadata));
-  const quantizedMemory = kvTypes.includes("q8_0") ? await fit(true).catch(() => undefined) : undefined;
-  const vram = onGpu ? await llama.getVramState() : { free: 0, total: 0 };
-  // A draft model (--draft-model) loads after this context: its weights and a KV cache of its own, about its
-  // file's size and a quarter more (a small model's cache per token is small), are left out of the budget.
-  const draftBytes = options.draftModelPath && speculationPaths(options).speculation ? await stat(options.draftModelPath).then((s) => s.size * DRAFT_MEMORY_FACTOR, () => 0) : 0;
-  const budget = Math.max(0, memoryBudget({
-    onGpu,
-    vramFreeBytes: vram.free,
-    vramTotalBytes: vram.total,
-    ramFreeBytes: freemem(),
-    ramTotalBytes: totalmem(),
-    mappedModelBytes: onGpu || !model.useMmap ? 0 : model.size,
-  }) - draftBytes);
-  const input = {
-    budgetBytes: budget,
-    memory,
-    quantizedMemory,
-    trainContextSize: model.trainContextSize,
-    sequences: options.sequences,
-    limits: {
-      maxContextSize: options.maxContextSize ?? DEFAULT_MAX_CONTEXT_SIZE,
-      maxSequences: defaultMaxSequences(onGpu),
-      agentContextSize: agentContext,
-    },
-  };
-  const plan = planContext({ ...input, contextSize: options.contextSize });
-  const automaticContextSize = options.contextSize === undefined ? plan.contextSize : planContext(input).contextSize;
-  const costs = quantizedMemory ? [memory, quantizedMemory] : [memory];
-  return { plan, budget, onGpu, memory: { kind: onGpu ? "VRAM" : "RAM", budgetBytes: budget, costs }, automaticContextSize };
-}
-
-/** What a draft model takes beside the served one, in multiples of its file's size (see planForModel). */
-const DRAFT_MEMORY_FACTOR = 1.25;
 
 const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } as const;
 
@@ -290,7 +190,8 @@ export class LlamaEngine implements Engine {
     }
     try {
       const agent = agentContextNeed(agentTokensPerChar(model));
-      const { plan, budget, onGpu, memory, automaticContextSize } = await planForModel(llama, model, options, agent.contextSize);
+      const draftModelPath = speculationPaths(options).speculation ? options.draftModelPath : undefined;
+      const { plan, budget, onGpu, memory, automaticContextSize } = await planForModel(llama, model, { ...options, draftModelPath }, agent.contextSize);
       const totalLayers = model.fileInsights.totalLayers;
       const offload: Offload = model.gpuLayers <= 0 || llama.gpu === false ? "none" : model.gpuLayers >= totalLayers ? "full" : "partial";
       const cores = availableParallelism();
