@@ -176,6 +176,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
           "warn",
           `No model yet: inference endpoints answer 503 until one is loaded. \`svc models pull\` downloads the recommended ` +
             `${RECOMMENDED_MODEL.title}, about 2.5 GB; \`svc models use FILE\` selects one; --model PATH.gguf (or SVC_MODEL) loads a file directly.`,
+          `No model yet: inference endpoints answer 503 until one is loaded. Download the recommended ${RECOMMENDED_MODEL.title} (about 2.5 GB), or pick another, on the Model page.`,
         );
       }
       if (!engineHost.files().current)

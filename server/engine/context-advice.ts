@@ -168,10 +168,18 @@ function about(tokens: number): number {
 export function agentContextNote(facts: ContextFacts): string | null {
   const remedy = contextRemedy(facts, facts.agent.promptTokens);
   if (!remedy) return null;
+  return `${agentsRefused(facts)} ${describeRemedy(remedy, facts)}`;
+}
+
+/** agentContextNote in the desktop window's log: the Model page has the note with the button that fixes it. */
+export function agentContextNoteInWindow(facts: ContextFacts): string | null {
+  return contextRemedy(facts, facts.agent.promptTokens) ? `${agentsRefused(facts)} The Model page says what makes room for them.` : null;
+}
+
+function agentsRefused(facts: ContextFacts): string {
   return (
     `The context is ${facts.contextSize} tokens per sequence; coding agents such as Claude Code and Codex send up to about ` +
-    `${about(facts.agent.promptTokens)} tokens (with this model's tokenizer) before the first answer, so they will be refused. ` +
-    describeRemedy(remedy, facts)
+    `${about(facts.agent.promptTokens)} tokens (with this model's tokenizer) before the first answer, so they will be refused.`
   );
 }
 

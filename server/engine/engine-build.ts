@@ -242,6 +242,11 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
   );
 }
 
+/** engineBuildHint in the desktop window's log, which has no command line to name. */
+export const ENGINE_BUILD_HINT_IN_WINDOW =
+  "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. Compiled on this machine (about 10 minutes on 2 cores, " +
+  "from the command line: docs/configuration.md, \"The engine's CPU binaries\"), they read prompts 1.7 to 1.9 times as fast on a 2-core machine.";
+
 export interface EngineBuildInfo {
   /** Where the build is kept: its folder in the engine build store, or (a build being made, or one of an earlier svc) under node-llama-cpp's localBuilds. */
   folder: string;

@@ -142,7 +142,7 @@ onMessage((message) => {
   switch (message.type) {
     case "load":
       if (crashDirective("exit-during-load") !== null) crashNow("kill", "killed during a model load");
-      LlamaEngine.load({ ...message.options, log: (level, text) => send({ type: "log", level, message: text }) }).then(
+      LlamaEngine.load({ ...message.options, log: (level, text, inWindow) => send({ type: "log", level, message: text, ...(inWindow ? { inWindow } : {}) }) }).then(
         (loaded) => {
           engine = loaded;
           send({ type: "loaded", status: loaded.status() });

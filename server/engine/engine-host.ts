@@ -13,6 +13,7 @@
 // in it have failed with a 503 saying so; the host loads the same model again in a new one, while requests
 // already waiting for a sequence keep waiting and new ones get the 503 of a model loading. Engines that die
 // `restartLimit` times within a minute are not started again: the host says why, with the last native line.
+import type { Log } from "../core/log.js";
 import { AppError } from "../core/errors.js";
 import { readGgufSummary } from "./gguf-inspect.js";
 import type { LlamaEngineOptions } from "./llama-engine.js";
@@ -31,7 +32,7 @@ export const NO_MODEL_MESSAGE =
 export type EngineLoader = (options: LlamaEngineOptions) => Promise<Engine>;
 /** Fails fast (before anything is unloaded) for a file that cannot be a model. */
 export type ModelPrecheck = (path: string) => Promise<void>;
-export type HostLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+export type HostLog = Log;
 
 const LOADING_RETRY_AFTER = 5;
 
@@ -447,10 +448,9 @@ export class EngineHost {
     this.deaths = [...this.deaths.filter((t) => now - t < RESTART_WINDOW_MS), now];
     if (this.deaths.length >= this.restartLimit) {
       this.restartingAfter = null;
-      this.lastError =
-        `The engine process stopped ${this.deaths.length} times within a minute, so it is not started again. The last time: ${reason}. ` +
-        `Load a model again once the cause is fixed (svc models use, or the window's Models page; or restart the server).`;
-      this.log("error", this.lastError);
+      const stopped = `The engine process stopped ${this.deaths.length} times within a minute, so it is not started again. The last time: ${reason}.`;
+      this.lastError = `${stopped} Load a model again once the cause is fixed (svc models use, or the window's Models page; or restart the server).`;
+      this.log("error", this.lastError, `${stopped} Load a model again on the Model page once the cause is fixed.`);
       this.changed();
       return;
     }

@@ -38,7 +38,7 @@ export type FromEngine =
   | { type: "failed"; id: number; error: SerializedError }
   | { type: "count_result"; id: number; tokens: number }
   | { type: "gpu_result"; id: number; gpu: GpuInfo | null }
-  | { type: "log"; level: LogLevel; message: string }
+  | { type: "log"; level: LogLevel; message: string; inWindow?: string }
   | { type: "closed" };
 
 export interface SerializedError {

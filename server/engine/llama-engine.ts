@@ -17,6 +17,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import type { Log } from "../core/log.js";
 import { AppError } from "../core/errors.js";
 import { fullCollection } from "../core/gc.js";
 import { runGeneration } from "./generation.js";
@@ -27,11 +28,11 @@ import { VisionSlot, type VisionEngine } from "./vision/vision-engine.js";
 import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
-import { agentContextNeed, agentContextNote, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts } from "./context-advice.js";
+import { agentContextNeed, agentContextNote, agentContextNoteInWindow, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts } from "./context-advice.js";
 import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
+import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
 import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
@@ -74,7 +75,7 @@ export interface LlamaEngineOptions {
    * instead of prompt lookup's; unused when speculation is off.
    */
   draftModelPath?: string;
-  log?: (level: "debug" | "info" | "warn" | "error", message: string) => void;
+  log?: Log;
 }
 
 /** The token paths a load asks for: tokenPaths (or the environment's), with --speculation's choice over them. */
@@ -180,6 +181,7 @@ export class LlamaEngine implements Engine {
         options.log?.(
           "info",
           `Model read into memory${loaded.hugePageBytes > 0 ? `, ${formatMiB(loaded.hugePageBytes)} of it in huge pages` : ""} (--mmap on maps the file instead).`,
+          `Model read into memory${loaded.hugePageBytes > 0 ? `, ${formatMiB(loaded.hugePageBytes)} of it in huge pages` : ""}.`,
         );
       }
     } catch (err) {
@@ -198,12 +200,14 @@ export class LlamaEngine implements Engine {
       const poolThreads = libuvPoolThreads();
       const threads = options.threads ?? chooseThreads({ cores, offload, modelBytes: size, poolThreads });
       const kvNote = plan.kvCache === "q8_0" ? ", 8-bit KV cache" : "";
-      if (plan.auto.contextSize || plan.auto.sequences)
+      if (plan.auto.contextSize || plan.auto.sequences) {
+        const sized = `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens${kvNote} (about ${formatMiB(plan.estimatedBytes)})`;
         options.log?.(
           plan.fits ? "info" : "warn",
-          `Sized to ${formatMiB(budget)} of free ${onGpu ? "VRAM" : "RAM"}: ${plan.sequences} sequence(s) of ${plan.contextSize} tokens${kvNote} ` +
-            `(about ${formatMiB(plan.estimatedBytes)})${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
+          `${sized}${plan.fits ? "" : "; this may not fit, set --context-size and --sequences lower if loading fails"}.`,
+          `${sized}${plan.fits ? "" : "; this may not fit: if loading fails, set its context and answers at once lower in the model's settings (Model page)"}.`,
         );
+      }
       let context: LlamaContext | undefined;
       let kvCache = plan.kvCache;
       let held = memory;
@@ -276,8 +280,8 @@ export class LlamaEngine implements Engine {
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       const hint = engineBuildHint(gpu);
-      if (hint) options.log?.("info", hint);
-      if (info.contextNote) options.log?.("warn", info.contextNote);
+      if (hint) options.log?.("info", hint, ENGINE_BUILD_HINT_IN_WINDOW);
+      if (info.contextNote) options.log?.("warn", info.contextNote, agentContextNoteInWindow(facts) ?? undefined);
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
@@ -289,7 +293,8 @@ export class LlamaEngine implements Engine {
         options.log?.("warn", `The draft model ${draft.name} is not used: this model's tokens take node-llama-cpp's own path, which checks no guesses.`);
         await engine.dropDraftModel();
       }
-      if (options.draftModelPath && !paths.speculation) options.log?.("warn", "--draft-model is not used while --speculation is off.");
+      if (options.draftModelPath && !paths.speculation)
+        options.log?.("warn", "--draft-model is not used while --speculation is off.", "The draft model is not used while speculative decoding is off.");
       info.speculation = !engine.loop.paths.speculation ? "off" : engine.draftModelInUse ? "draft-model" : "prompt-lookup";
       info.draftModel = engine.draftModelInUse ? { name: engine.draftModelInUse.name, path: options.draftModelPath! } : null;
       if (options.projectorPath) await engine.startVision(options.projectorPath, options.log);

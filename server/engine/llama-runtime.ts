@@ -2,12 +2,13 @@
 // binaries, or for the CPU a build of `svc engine build` first), and what it runs on (GPU figures for
 // /health). Moved out of llama-engine.ts, which loads models on it.
 import { getLlama, getLlamaGpuTypes, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
+import type { Log } from "../core/log.js";
 import { loadEngineBuild } from "./engine-build.js";
 import { gpuCandidates, type GpuBackend, type GpuPreference } from "./resource-plan.js";
 import type { GpuInfo } from "./types.js";
 
 /** Where the runtime's lines go (the engine's log). */
-export type RuntimeLog = (level: "debug" | "info" | "warn" | "error", message: string) => void;
+export type RuntimeLog = Log;
 
 export interface Runtime {
   llama: Llama;
@@ -85,7 +86,8 @@ async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logge
   try {
     return await loadEngineBuild(options);
   } catch (err) {
-    log?.("warn", `The llama.cpp built on this machine (svc engine build) did not load (${(err as Error).message}); using the prebuilt binaries.`);
+    const why = `did not load (${(err as Error).message}); using the prebuilt binaries.`;
+    log?.("warn", `The llama.cpp built on this machine (svc engine build) ${why}`, `The llama.cpp built on this machine ${why}`);
     return null;
   }
 }

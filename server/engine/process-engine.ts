@@ -6,6 +6,7 @@ import { fork } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import type { Log } from "../core/log.js";
 import { AppError } from "../core/errors.js";
 import {
   CREDIT,
@@ -13,7 +14,6 @@ import {
   type EngineChannel,
   type EngineSpawner,
   type FromEngine,
-  type LogLevel,
 } from "./engine-protocol.js";
 import type { LlamaEngineOptions } from "./llama-engine.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo } from "./types.js";
@@ -106,7 +106,7 @@ export class ProcessEngine implements Engine {
 
   private constructor(
     private readonly channel: EngineChannel,
-    private readonly log: (level: LogLevel, message: string) => void,
+    private readonly log: Log,
   ) {
     this.engineStatus = { state: "loading", model: null, gpu: null, error: null };
   }
@@ -289,7 +289,7 @@ export class ProcessEngine implements Engine {
         return;
       }
       case "log":
-        this.log(message.level, message.message);
+        this.log(message.level, message.message, message.inWindow);
         return;
       case "closed":
         this.closed?.();

@@ -122,6 +122,17 @@ describe.skipIf(skip !== null)("the window's words", () => {
     await ui.screenshot("words-models");
   });
 
+  it("the Server page's log tells the window's user the page or setting, where the server's own log names a command or flag", async () => {
+    await ui.open("server");
+    const log = ui.page.getByTestId("server-log");
+    // The load's lines are there (the prebuilt CPU binaries, memory, coding agents' context), in window words.
+    await expect.poll(() => log.textContent()).toContain("Model read into memory");
+    const text = (await log.textContent())!;
+    expect(text).toContain("coding agents such as Claude Code and Codex send up to about");
+    expect(text).toContain("The Model page says what makes room for them.");
+    expect(text.split("\n").filter((line) => CLI_WORDS.test(line))).toEqual([]);
+  });
+
   it("no page names a command or a flag, and neither does any string of the bundle", async () => {
     for (const name of ["chat", "files", "batches", "keys", "audit", "models", "server"]) {
       await ui.open(name);

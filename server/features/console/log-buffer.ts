@@ -12,8 +12,9 @@ export class LogBuffer {
     private readonly capacity = 1000,
   ) {}
 
-  readonly log: Log = (level, message) => {
-    this.lines.push({ seq: ++this.seq, at: Date.now(), level, message });
+  readonly log: Log = (level, message, inWindow) => {
+    // The window shows its own words for a line that names a command or flag; the next log gets the line.
+    this.lines.push({ seq: ++this.seq, at: Date.now(), level, message: inWindow ?? message });
     if (this.lines.length > this.capacity) this.lines.splice(0, this.lines.length - this.capacity);
     this.next(level, message);
     for (const listener of this.listeners) listener(this.lines.at(-1)!);
