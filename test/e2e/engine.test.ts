@@ -8,21 +8,12 @@ import { LlamaEngine } from "../../server/engine/llama-engine.js";
 import { InferencePipeline } from "../../server/pipeline/pipeline.js";
 import type { WorkClass } from "../../server/pipeline/scheduler.js";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
+import { engineRequest } from "../support/engine-request.js";
 
 let engine: LlamaEngine;
 const greedy = greedyTexts();
 
-const base: EngineRequest = {
-  messages: [{ role: "user", content: [{ type: "text", text: "Hello" }] }],
-  tools: [],
-  toolChoice: { type: "auto" },
-  parallelToolCalls: true,
-  output: { type: "text" },
-  mode: "thinking",
-  reasoningBudget: 1000,
-  stopSequences: [],
-  sampling: { temperature: 0 },
-};
+const base: EngineRequest = engineRequest({ mode: "thinking", reasoningBudget: 1000, maxTokens: undefined });
 const longJson: EngineRequest = {
   ...base,
   mode: "fast",

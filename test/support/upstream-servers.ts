@@ -6,8 +6,9 @@
 // (`npm run upstream:build`, which CI runs before `npm test`), on loopback for the upstream tests.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { join } from "node:path";
+import { freePort } from "../../bench/common.js";
 import { ROOT, serveDefaults } from "./svc-process.js";
 
 /** SVC_TEST_UPSTREAM_BIN: another folder with both binaries. */
@@ -25,16 +26,6 @@ export function upstreamMissing(): string | null {
   return why;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Child {
   url: string;
