@@ -26,7 +26,6 @@ export function upstreamMissing(): string | null {
   return why;
 }
 
-
 export interface Child {
   url: string;
   port: number;
