@@ -91,6 +91,7 @@ export class Guesser {
     const most = this.draftModel ? DRAFT_MODEL_MAX_GUESSES : PROMPT_LOOKUP_DEFAULTS.maxDraft;
     const maxDraft = Math.min(most, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
     if (maxDraft <= 0) return [];
+    // A copy: the draft model reads it later, when the sequence may have changed.
     if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...Array.from(context as ArrayLike<Token>), token], maxDraft);
     return this.index().draft(context, token, maxDraft) as Token[];
   }

@@ -67,11 +67,10 @@ async function evaluate(expression: string, { cpuMs, heapMb }: { cpuMs: number; 
     const started = process.cpuUsage();
     const finish = (answer: CalculatorAnswer) => {
       clearInterval(poll);
-      worker.off("message", onAnswer);
+      worker.off("message", finish);
       worker.off("error", onError);
       resolve(answer);
     };
-    const onAnswer = (answer: CalculatorAnswer) => finish(answer);
     const onError = (err: Error & { code?: string }) => finish({ ok: false, limit: err.code === "ERR_WORKER_OUT_OF_MEMORY" ? "memory" : "failed", message: err.message });
     const poll = setInterval(() => {
       if (processorMs(started) <= cpuMs) return;
@@ -81,7 +80,7 @@ async function evaluate(expression: string, { cpuMs, heapMb }: { cpuMs: number; 
       evalThread(heapMb);
       finish({ ok: false, limit: "time", message: `stopped after ${cpuMs} ms of processor time` });
     }, POLL_MS);
-    worker.on("message", onAnswer);
+    worker.on("message", finish);
     worker.on("error", onError);
     worker.postMessage(expression);
   });
