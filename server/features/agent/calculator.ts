@@ -7,6 +7,7 @@
 // these checks do not foresee.
 import { all, create, type Matrix } from "mathjs";
 import { AppError, invalidRequest } from "../../core/errors.js";
+import { MAX_EXPRESSION_CHARS } from "./calculator-limits.js";
 
 /**
  * What the calculator's process sends back for one expression (plain data): its result, why it has none, or
@@ -17,7 +18,6 @@ export type CalculatorAnswer =
   | { ok: false; message: string; code: string }
   | { ok: false; limit: "time" | "memory" | "failed"; message: string };
 
-export const MAX_EXPRESSION_CHARS = 500;
 const MAX_RESULT_CHARS = 2000;
 /** Elements of one matrix (a 316 x 316 one, or a vector of 100,000). */
 export const MAX_MATRIX_ELEMENTS = 100_000;

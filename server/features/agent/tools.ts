@@ -6,7 +6,7 @@ import { AppError, toAppError } from "../../core/errors.js";
 import type { JsonSchema, ToolDefinition } from "../../core/inference.js";
 import type { Extracted } from "../../ingest/types.js";
 import type { FileOut } from "../files/files-service.js";
-import { MAX_EXPRESSION_CHARS } from "./calculator.js";
+import { MAX_EXPRESSION_CHARS } from "./calculator-limits.js";
 import { sharedCalculator, type CalculatorPool } from "./calculator-pool.js";
 import { PassageIndex } from "./file-search.js";
 
