@@ -4,7 +4,8 @@
 import { getLlama, getLlamaGpuTypes, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
 import type { Log } from "../core/log.js";
 import { loadEngineBuild } from "./engine-build.js";
-import { gpuCandidates, type GpuBackend, type GpuPreference } from "./resource-plan.js";
+import { readdirSync } from "node:fs";
+import { gpuCandidates, linuxGpuDeviceFiles, NO_GPU_DEVICE_FILE, type GpuBackend, type GpuPreference } from "./resource-plan.js";
 import type { GpuInfo } from "./types.js";
 
 /** Where the runtime's lines go (the engine's log). */
@@ -18,6 +19,15 @@ export interface Runtime {
 
 let runtimePromise: Promise<Runtime> | null = null;
 let runtimePreference: GpuPreference | null = null;
+
+/** A folder's names; none where it is not there. */
+function entries(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
 
 function backendName(gpu: GpuBackend): string {
   return gpu === false ? "cpu" : gpu;
@@ -49,7 +59,13 @@ export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): 
       for (const gpu of valid)
         if (gpu !== false && !found.includes(gpu)) skipped.push({ backend: gpu, reason: "no driver or prebuilt binary found" });
     }
+    const noDeviceFile = process.platform === "linux" && !linuxGpuDeviceFiles(entries("/dev"), entries("/dev/dri"));
     for (const gpu of gpuCandidates(preference, supported)) {
+      if ((gpu === "vulkan" || gpu === "cuda") && noDeviceFile) {
+        skipped.push({ backend: gpu, reason: NO_GPU_DEVICE_FILE });
+        log?.("debug", `The ${gpu} backend is not tried: ${NO_GPU_DEVICE_FILE}.`);
+        continue;
+      }
       try {
         const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
         if (gpu !== false && (await llama.getGpuDeviceNames().catch((): string[] => [])).length === 0) {

@@ -16,6 +16,7 @@ import {
 import { invalidRequest } from "../core/errors.js";
 import { nestsDeeperThan } from "../core/json-depth.js";
 import type { CanonicalMessage, ContentPart, ToolDefinition } from "../core/inference.js";
+import { chatWrapperMemoKey, knownJinjaOnly, rememberJinjaOnly } from "./chat-wrapper-memo.js";
 import type { CacheBreakpoint } from "./types.js";
 
 export interface ToolCallSyntax {
@@ -69,13 +70,23 @@ function leadingMarker(model: LlamaModel, text: LlamaText): { marker: string; to
   return { marker: text.toString(), tokens, special: false };
 }
 
-/** The model's chat wrappers: as it thinks, and for fast mode (the same where the template has no switch). */
+/**
+ * The model's chat wrappers: as it thinks, and for fast mode (the same where the template has no switch).
+ * node-llama-cpp's automatic resolution renders the model's template against each specialised wrapper it
+ * knows, about a second on 2 cores where none matches (the test model's template, many fine-tunes'); fast
+ * mode's wrapper is then the same Jinja template with reasoning off, asked for by type: the scan once a load,
+ * and not at all once a template is known to match none.
+ */
 export function resolveChatWrappers(model: LlamaModel): { thinking: ChatWrapper; fast: ChatWrapper } {
-  const thinking = resolveChatWrapper(model);
+  // A template that matched no specialised wrapper before is asked for by type (chat-wrapper-memo.ts).
+  const key = chatWrapperMemoKey(model);
+  const known = key !== null && knownJinjaOnly(key);
+  const thinking = resolveChatWrapper(model, known ? { type: "jinjaTemplate" } : {});
+  if (key !== null && !known && thinking instanceof JinjaTemplateChatWrapper) rememberJinjaOnly(key);
   // A Jinja template renders fast mode with enable_thinking=false (an empty thought, as the model was trained).
   const fast =
     thinking instanceof JinjaTemplateChatWrapper
-      ? (resolveChatWrapper(model, { customWrapperSettings: { jinjaTemplate: { reasoning: false } } }) ?? thinking)
+      ? (resolveChatWrapper(model, { type: "jinjaTemplate", customWrapperSettings: { jinjaTemplate: { reasoning: false } } }) ?? thinking)
       : thinking;
   return { thinking, fast };
 }

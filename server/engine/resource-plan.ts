@@ -20,6 +20,19 @@ export function gpuCandidates(preference: GpuPreference, supported: readonly Gpu
   return [...GPU_ORDER.filter((gpu) => supported.includes(gpu)), false];
 }
 
+/** Why a Vulkan or CUDA backend is passed over on Linux without loading it (linuxGpuDeviceFiles). */
+export const NO_GPU_DEVICE_FILE = "no GPU device file (/dev/dri/renderD*, /dev/nvidia*, /dev/dxg)";
+
+/**
+ * Linux: whether a GPU's device file is there, from the names in /dev and /dev/dri: a DRM render node (Mesa's,
+ * AMD's and Intel's Vulkan drivers open one), NVIDIA's device files (its CUDA and Vulkan drivers), WSL's
+ * /dev/dxg. Without one no Vulkan or CUDA device can exist, and trying the backend costs over a second of
+ * every engine start (node-llama-cpp tests its prebuilt binary in a process of its own, then loads it).
+ */
+export function linuxGpuDeviceFiles(dev: readonly string[], dri: readonly string[]): boolean {
+  return dri.some((f) => /^renderD\d+$/.test(f)) || dev.some((f) => /^nvidia(\d+|ctl)$/.test(f) || f === "dxg");
+}
+
 /** Thread counts worth measuring: 1, 2, 4, ... below the logical cores, and the cores themselves. */
 export function threadCandidates(cores: number): number[] {
   const top = Number.isFinite(cores) ? Math.max(1, Math.floor(cores)) : 1;

@@ -10,6 +10,7 @@ import {
   fitMemoryModel,
   gpuCandidates,
   kvCacheTypesFor,
+  linuxGpuDeviceFiles,
   memoryBudget,
   planContext,
   threadCandidates,
@@ -18,6 +19,19 @@ import {
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
+
+describe("linuxGpuDeviceFiles", () => {
+  it("a render node, NVIDIA's device files or WSL's /dev/dxg are a GPU's; none of them: no Vulkan or CUDA device can exist", () => {
+    expect(linuxGpuDeviceFiles(["null", "zero"], ["card0", "renderD128"])).toBe(true);
+    expect(linuxGpuDeviceFiles(["nvidia0", "nvidiactl", "nvidia-uvm"], [])).toBe(true);
+    expect(linuxGpuDeviceFiles(["nvidiactl"], [])).toBe(true);
+    expect(linuxGpuDeviceFiles(["dxg"], [])).toBe(true);
+    // A container or VM without GPUs: /dev/dri absent (listed as nothing), a framebuffer console's card only.
+    expect(linuxGpuDeviceFiles(["null", "zero", "tty0", "fb0"], [])).toBe(false);
+    expect(linuxGpuDeviceFiles(["null"], ["card0", "by-path"])).toBe(false);
+    expect(linuxGpuDeviceFiles(["nvidia-uvm", "nvidia-modeset"], [])).toBe(false);
+  });
+});
 
 describe("gpuCandidates", () => {
   it("auto tries the detected GPU backends, best first, then the CPU", () => {
