@@ -1,8 +1,3 @@
-// Why one file (over 400 lines): runGeneration is one state machine in one async generator; its phases
-// (reasoning, answer, tool name, tool arguments) share the generator's local state (budgets, matchers, bans,
-// the UTF-8 guard, pending log-probabilities) token by token, so a split would turn that state into an
-// object passed between files without separating any job.
-//
 // One generation on one sequence, as a state machine over sampled tokens:
 //
 //   reasoning ──(close marker, budget spent, or end of turn)──► answer ──(end of turn / stop / max)──► done
@@ -17,41 +12,23 @@
 // Output never exceeds the completion budget: forced tokens (markers, a forced call's prefix, a call's
 // suffix) count as output, and are only fed when they fit with room for at least one sampled token after
 // them; otherwise generation ends there without them. A call cut by the budget is reported as incomplete.
-import {
-  LlamaGrammarEvaluationState,
-  TokenBias,
-  type LlamaGrammar,
-  type LlamaModel,
-  type SequenceEvaluateOptions,
-  type Token,
-} from "node-llama-cpp";
+//
+// By job: this file is the phases and the budgets; how each phase samples (grammar, bans, the UTF-8 guard,
+// penalties, which phases are scored) is generation-sampling.ts; what is shown (the answer through the stop
+// and tool-call matcher, the thought, the probabilities released with their text) is generation-text.ts; the
+// tokens come from the `evaluate` the engine gives (its slot loop, or an upstream's completion).
+import type { LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import { newId } from "../core/ids.js";
-import type { TokenLogprob, ToolCall, ToolDefinition } from "../core/inference.js";
+import type { TokenLogprob, ToolCall } from "../core/inference.js";
+import { PhaseSampling, type CompiledGrammars, type Phase, type PhaseConstraints } from "./generation-sampling.js";
+import { VisibleText } from "./generation-text.js";
 import type { PromptSyntax } from "./prompt.js";
 import { TextTriggerMatcher } from "./text-matcher.js";
 import { TokenTextDecoder } from "./token-decoder.js";
-import { metadataFor, scoreToken, type SampledToken, type TokenMetadata } from "./token-probabilities.js";
-import { Utf8State, Utf8TokenGuard } from "./utf8-guard.js";
-import type { EngineEvent, EngineOutcome, EngineRequest, ScoredToken } from "./types.js";
+import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
+import type { EngineEvent, EngineOutcome, EngineRequest } from "./types.js";
 
-export interface CompiledGrammars {
-  /** Grammar for the answer (json_object / json_schema output), if any. */
-  answer: LlamaGrammar | null;
-  /** Grammar choosing among the callable tool names. */
-  toolNames: LlamaGrammar | null;
-  /** Grammar for each tool's arguments, by name. */
-  toolArguments: Map<string, LlamaGrammar>;
-}
-
-/**
- * What constrains one phase's sampling, besides what SequenceEvaluateOptions carries (the grammar state and
- * token bias there are node-llama-cpp objects): the grammar and the tokens banned, for engines that sample
- * elsewhere (upstream-engine.ts sends them to an inference server).
- */
-export interface PhaseConstraints {
-  grammar: LlamaGrammar | null;
-  banned: ReadonlySet<Token>;
-}
+export type { CompiledGrammars, PhaseConstraints } from "./generation-sampling.js";
 
 export interface GenerationSetup {
   model: LlamaModel;
@@ -78,13 +55,6 @@ export interface GenerationSetup {
 const MAX_TOOL_CALLS = 32;
 /** Answer tokens kept back from the reasoning budget when the answer must be complete JSON or a call. */
 const CONSTRAINED_ANSWER_RESERVE = 512;
-
-type Phase =
-  | { kind: "reasoning" }
-  | { kind: "answer" }
-  | { kind: "tool_name" }
-  | { kind: "tool_args"; tool: ToolDefinition; id: string }
-  | { kind: "after_tool" };
 
 type StopKind = EngineOutcome["stopReason"];
 
@@ -114,150 +84,18 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   /** Speculation (slot-loop.ts): guessed tokens checked, and those of them the answer took. */
   let draftedTokens = 0;
   let acceptedDraftTokens = 0;
-  let reasoning = "";
-  let text = "";
-  let textStarted = false;
-  let reasoningWhitespace = "";
   const toolCalls: ToolCall[] = [];
   /** The call being written (its name known), until its arguments end. */
   let openCall: ToolCall | null = null;
   let toolText = "";
-  const punish: Token[] = [];
 
-  // Token probabilities (only when the request asks): scored answer and tool tokens, and the visible
-  // answer's tokens, each released to a text.delta once the text it completes has been emitted.
-  const probe = request.tokenProbabilities;
-  const topN = probe ? Math.max(0, Math.min(20, probe.top)) : 0;
-  const scored: ScoredToken[] = [];
-  const contentLogprobs: TokenLogprob[] = [];
-  /** Answer tokens waiting for their text to be emitted, with where their text ends in the raw answer. */
-  const unreleased: Array<{ entry: TokenLogprob; end: number }> = [];
-  /** Entries whose text has been emitted, waiting for the next text.delta. */
-  let released: TokenLogprob[] = [];
-  /** Raw answer characters pushed into the stop matcher, and emitted by it. */
-  let answerIn = 0;
-  let answerOut = 0;
-  const pieceOf = (token: Token) => model.detokenize([token], false);
-  const describe = (token: Token, logprob: number) => {
-    // Special tokens (an alternative may be the end of the turn) are shown as written, e.g. <|im_end|>.
-    const text = model.detokenize([token], true);
-    return { token: text, bytes: [...Buffer.from(text, "utf8")], logprob };
-  };
-  const releaseUpTo = (out: number) => {
-    while (unreleased.length > 0 && unreleased[0]!.end <= out) released.push(unreleased.shift()!.entry);
-  };
-
-  const stopTriggers = request.stopSequences.map((s) => ({ kind: "stop" as const, text: s }));
-  const answerMatcher = new TextTriggerMatcher<"stop" | "tool">([
-    ...stopTriggers,
-    ...(toolsCallable && !grammars.answer ? [{ kind: "tool" as const, text: syntax.toolCall!.trigger }] : []),
-  ]);
-  const reasoningMatcher = thought ? new TextTriggerMatcher([{ kind: "close" as const, text: thought.close }]) : null;
+  const sampling = new PhaseSampling(model, syntax, request, grammars, toolsCallable);
+  const visible = new VisibleText(model, Boolean(request.tokenProbabilities), {
+    stopSequences: request.stopSequences,
+    toolTrigger: toolsCallable && !grammars.answer ? syntax.toolCall!.trigger : null,
+    thoughtClose: thought ? thought.close : null,
+  });
   const afterToolMatcher = syntax.toolCall ? new TextTriggerMatcher([{ kind: "tool" as const, text: syntax.toolCall.trigger }]) : null;
-
-  const banned = new Set<Token>(syntax.thought?.banTokens ?? []);
-  const bannedOutsideCalls = new Set<Token>(banned);
-  if (!toolsCallable) for (const t of syntax.toolCall?.triggerTokens ?? []) bannedOutsideCalls.add(t);
-
-  function biasFor(tokens: Set<Token>): TokenBias | undefined {
-    if (tokens.size === 0) return undefined;
-    const bias = new TokenBias(model.tokenizer);
-    for (const t of tokens) bias.set(t, "never");
-    return bias;
-  }
-  const biasAll = biasFor(banned);
-  const biasText = biasFor(bannedOutsideCalls);
-
-  // Grammar phases sample only well-formed UTF-8 (see utf8-guard.ts): the bans follow the bytes so far.
-  // Held in an object: optionsFor sets it, and the compiler must not narrow it away.
-  const utf8: { guard: Utf8TokenGuard | null; state: Utf8State } = { guard: null, state: Utf8State.Boundary };
-  const guardedBiases = new Map<string, TokenBias>();
-  function guardedBias(base: Set<Token>, key: string): () => TokenBias {
-    return () => {
-      const id = `${key}:${utf8.state}`;
-      let bias = guardedBiases.get(id);
-      if (bias === undefined) {
-        bias = new TokenBias(model.tokenizer);
-        for (const t of base) bias.set(t, "never");
-        for (const t of utf8.guard!.banned(utf8.state)) bias.set(t, "never");
-        guardedBiases.set(id, bias);
-      }
-      return bias;
-    };
-  }
-
-  const sampling = request.sampling;
-  const penalties =
-    (sampling.frequencyPenalty ?? 0) !== 0 || (sampling.presencePenalty ?? 0) !== 0
-      ? {
-          punishTokens: () => punish.slice(-256),
-          maxPunishTokens: 256,
-          penalty: 1,
-          frequencyPenalty: sampling.frequencyPenalty ?? 0,
-          presencePenalty: sampling.presencePenalty ?? 0,
-        }
-      : undefined;
-
-  function constraintsFor(phase: Phase): PhaseConstraints {
-    let grammar: LlamaGrammar | null = null;
-    if (phase.kind === "answer") grammar = grammars.answer;
-    else if (phase.kind === "tool_name") grammar = grammars.toolNames;
-    else if (phase.kind === "tool_args") grammar = grammars.toolArguments.get(phase.tool.name) ?? null;
-    const text = phase.kind === "answer" || phase.kind === "reasoning";
-    return { grammar, banned: text ? bannedOutsideCalls : banned };
-  }
-
-  function optionsFor(phase: Phase, { grammar }: PhaseConstraints): SequenceEvaluateOptions {
-    const text = phase.kind === "answer" || phase.kind === "reasoning";
-    utf8.guard = grammar ? Utf8TokenGuard.for(model) : null;
-    utf8.state = Utf8State.Boundary;
-    return {
-      temperature: sampling.temperature,
-      topP: sampling.topP,
-      topK: sampling.topK,
-      seed: sampling.seed,
-      repeatPenalty: penalties,
-      tokenBias: utf8.guard ? guardedBias(text ? bannedOutsideCalls : banned, text ? "text" : "all") : text ? biasText : biasAll,
-      grammarEvaluationState: grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined,
-      yieldEogToken: true,
-    };
-  }
-
-  /** Probabilities are asked for in the answer and tool-call phases only: reasoning is not scored. */
-  const noMetadata: TokenMetadata = {};
-  const scoringMetadata: TokenMetadata = probe ? metadataFor(topN, sampling.temperature) : noMetadata;
-  const metadataFor_ = (phase: Phase): TokenMetadata =>
-    probe && (phase.kind === "answer" || phase.kind === "tool_name" || phase.kind === "tool_args") ? scoringMetadata : noMetadata;
-
-  const emitText = (chunk: string): EngineEvent[] => {
-    if (probe) {
-      answerOut += chunk.length;
-      releaseUpTo(answerOut);
-    }
-    if (!textStarted) {
-      chunk = chunk.trimStart();
-      if (chunk === "") return [];
-      textStarted = true;
-    }
-    if (chunk === "") return [];
-    text += chunk;
-    if (released.length === 0) return [{ type: "text.delta", text: chunk }];
-    const logprobs = released;
-    released = [];
-    contentLogprobs.push(...logprobs);
-    return [{ type: "text.delta", text: chunk, logprobs }];
-  };
-
-  const emitReasoning = (chunk: string): EngineEvent[] => {
-    // Leading whitespace is dropped; trailing whitespace waits to see whether the thought goes on.
-    let body = reasoningWhitespace + chunk;
-    if (reasoning === "") body = body.trimStart();
-    const trimmed = body.trimEnd();
-    reasoningWhitespace = body.slice(trimmed.length);
-    if (trimmed === "") return [];
-    reasoning += trimmed;
-    return [{ type: "reasoning.delta", text: trimmed }];
-  };
 
   const tokensOf = (s: string): Token[] => model.tokenize(s, false);
 
@@ -316,12 +154,12 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   while (end.stop === null && maxCompletion > 0) {
     if (signal.aborted) return;
-    const metadata = metadataFor_(phase);
-    const constraints = constraintsFor(phase);
+    const metadata = sampling.metadataFor(phase);
+    const constraints = sampling.constraintsFor(phase);
     const iterator = setup.evaluate(
       feed,
       metadata,
-      optionsFor(phase, constraints),
+      sampling.optionsFor(phase, constraints),
       () => Math.min(maxCompletion - (completion + pending + 1), phase.kind === "reasoning" ? reasoningBudget - reasoningTokens - 1 : Number.POSITIVE_INFINITY),
       constraints,
     );
@@ -346,16 +184,9 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       const eog = model.isEogToken(token);
       if (!eog) {
         completion += 1;
-        punish.push(token);
-        if (utf8.guard) utf8.state = utf8.guard.next(utf8.state, token);
+        sampling.sampled(token);
       }
-      let answerEntry: TokenLogprob | null = null;
-      if (metadata !== noMetadata && !eog) {
-        const score = scoreToken(sampled, sampling.temperature, topN);
-        scored.push({ text: pieceOf(token), logprob: score.logprob });
-        if (phase.kind === "answer")
-          answerEntry = { ...describe(token, score.logprob), top: score.top.map((t) => describe(t.token, t.logprob)) };
-      }
+      const answerEntry = sampling.scored(metadata) && !eog ? visible.score(sampled, request.sampling.temperature, sampling.topN, phase.kind === "answer") : null;
 
       switch (phase.kind) {
         case "reasoning": {
@@ -367,21 +198,18 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
             if (nextPhase === null) finish("max_tokens");
             break;
           }
-          const piece = decoder.push(token);
-          const m = reasoningMatcher!.push(piece);
-          events.push(...emitReasoning(m.emit));
-          if (m.hit) {
-            reasoningWhitespace = "";
+          const m = visible.thought(decoder.push(token));
+          events.push(...m.events);
+          if (m.closed) {
             nextFeed.push(token);
             nextPhase = enterAnswer(nextFeed, events);
             if (nextPhase === null) finish("max_tokens");
-            else if (nextPhase.kind === "answer") events.push(...emitAnswerText(m.rest));
+            else if (nextPhase.kind === "answer") events.push(...answerText(m.rest));
             break;
           }
           reasoningTokens += 1;
           if (reasoningTokens >= reasoningBudget) {
-            events.push(...emitReasoning(reasoningMatcher!.flush()));
-            reasoningWhitespace = "";
+            events.push(...visible.closeThought());
             nextFeed.push(token, ...thought!.closeTokens);
             pending += thought!.closeTokens.length;
             nextPhase = enterAnswer(nextFeed, events);
@@ -391,13 +219,11 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         }
         case "answer": {
           if (eog) {
-            events.push(...emitText(answerMatcher.flush()));
+            events.push(...visible.flushAnswer());
             finish("end_turn");
             break;
           }
-          const piece = decoder.push(token);
-          if (answerEntry) unreleased.push({ entry: answerEntry, end: answerIn + piece.length });
-          events.push(...emitAnswerText(piece, token, nextFeed));
+          events.push(...answerText(decoder.push(token), answerEntry, token, nextFeed));
           if (end.stop === null && nextFeed.length > 0) nextPhase = { kind: "tool_name" };
           break;
         }
@@ -468,7 +294,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       if (end.stop === null) {
         if (completion + pending >= maxCompletion) {
           // No room to sample after what is queued: stop here, without feeding (or counting) forced tokens.
-          if (phase.kind === "answer") events.push(...emitText(answerMatcher.flush()));
+          if (phase.kind === "answer") events.push(...visible.flushAnswer());
           if (phase.kind === "tool_args" && nextPhase === null && isCompleteObject(toolText)) {
             // The arguments' last token closed the object: the call is complete, only its end marker is missing.
             const args = toolText.trim();
@@ -497,20 +323,17 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 
   if (signal.aborted) return;
   if (!started) yield { type: "start", mode: request.mode, promptTokens: setup.promptTokens.length, cachedTokens: setup.cachedTokens };
-  if (released.length > 0) {
-    // Tokens whose text was all whitespace before the answer began: reported, with no text of their own.
-    contentLogprobs.push(...released);
-    yield { type: "text.delta", text: "", logprobs: released };
-    released = [];
-  }
+  // Tokens whose text was all whitespace before the answer began: reported, with no text of their own.
+  const unsent = visible.takeReleased();
+  if (unsent.length > 0) yield { type: "text.delta", text: "", logprobs: unsent };
   const final = end.stop as { kind: StopKind; sequence: string | null };
   const stopReason: StopKind = final.kind === "end_turn" && toolCalls.length > 0 ? "tool_calls" : final.kind;
   yield {
     type: "done",
     outcome: {
       mode: request.mode,
-      text,
-      reasoning,
+      text: visible.text,
+      reasoning: visible.reasoning,
       toolCalls,
       ...(openCall !== null && stopReason === "max_tokens" ? { incompleteToolCall: { ...(openCall as ToolCall) } } : {}),
       stopReason,
@@ -523,18 +346,16 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
         draftedTokens,
         acceptedDraftTokens,
       },
-      ...(probe ? { logprobs: contentLogprobs, scored } : {}),
+      ...(request.tokenProbabilities ? { logprobs: visible.logprobs, scored: visible.scored } : {}),
     },
   };
 
   /**
-   * Runs answer text through the stop-sequence and tool-call matcher. On a tool-call marker the sampled
-   * token and the rest of the call prefix are queued in `nextFeed`.
+   * Answer text through the stop-sequence and tool-call matcher (generation-text.ts). A stop sequence ends
+   * the answer; on a tool-call marker the sampled token and the rest of the call prefix are queued in `nextFeed`.
    */
-  function emitAnswerText(piece: string, token?: Token, nextFeed?: Token[]): EngineEvent[] {
-    answerIn += piece.length;
-    const m = answerMatcher.push(piece);
-    const out = emitText(m.emit);
+  function answerText(piece: string, entry: TokenLogprob | null = null, token?: Token, nextFeed?: Token[]): EngineEvent[] {
+    const m = visible.answer(piece, entry);
     if (m.hit?.kind === "stop") {
       finish("stop_sequence", m.hit.trigger);
     } else if (m.hit?.kind === "tool" && token !== undefined && nextFeed !== undefined) {
@@ -542,7 +363,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
       pending += syntax.toolCall!.prefixRest.length;
       toolText = "";
     }
-    return out;
+    return m.events;
   }
 }
 
