@@ -161,7 +161,10 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     log,
     warmStart: { maxBytes: warmStartMaxBytes, forced: config.warmStart !== undefined },
   });
-  try {
+  // The model loads in the engine process while this one builds the rest (files, the app's routes and their
+  // schemas): on two cores the two overlap. Listening waits for the load, so a --model that cannot load still
+  // stops the start before anything listens.
+  const loading = (async () => {
     if (config.modelPath) await engineHost.load(models.loadOptions(config.modelPath));
     else {
       const active = models.active();
@@ -191,12 +194,9 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
         );
       models.follow();
     }
-  } catch (err) {
-    await models.close();
-    store.close();
-    lock.release();
-    throw new StartupError((err as Error).message);
-  }
+  })();
+  // Awaited below, after the app is built; handled there.
+  loading.catch(() => undefined);
 
   const ingestPool = new IngestPool();
   // Transcripts use the speech model set now (`svc models pull --speech` or `use --speech`, this process or another).
@@ -232,6 +232,19 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },
   );
+  try {
+    await loading;
+  } catch (err) {
+    await app.close();
+    await models.close();
+    await files.close();
+    await ingestPool.close();
+    await engineHost.close();
+    audit.close();
+    store.close();
+    lock.release();
+    throw new StartupError((err as Error).message);
+  }
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
