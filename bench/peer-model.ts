@@ -7,7 +7,7 @@
 // the ~280 word and printable-byte tokens get random logits, so greedy decoding never ends the turn, never
 // opens a thought or a tool call and never writes a broken UTF-8 sequence. Every answer runs to max_tokens
 // on both servers, with the same text.
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { encodeGguf, type GgufTensor } from "../resources/test-model/gguf-writer.js";
 import { buildVocab, llamaMetadata, mulberry32 } from "../resources/test-model/tiny-model.js";
@@ -117,7 +117,14 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
 export function ensurePeerModel(path: string, shape: PeerModelShape = PEER_MODEL): string {
   if (existsSync(path)) return path;
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(`${path}.partial`, buildPeerModel(shape));
+  const bytes = buildPeerModel(shape);
+  // In slices: one write takes at most 2 GiB, and the 0.8B-parameter model of bench:peer-matrix is 3.3 GB.
+  const fd = openSync(`${path}.partial`, "w");
+  try {
+    for (let at = 0; at < bytes.length; at += 1 << 30) writeSync(fd, bytes, at, Math.min(1 << 30, bytes.length - at));
+  } finally {
+    closeSync(fd);
+  }
   renameSync(`${path}.partial`, path);
   return path;
 }
