@@ -232,9 +232,8 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
       logger: config.logLevel === "debug" ? { level: "debug", stream: process.stderr } : false,
     },
   );
-  try {
-    await loading;
-  } catch (err) {
+  // A start that fails from here on (the model's load, or listening) closes what it opened.
+  const abandon = async (): Promise<void> => {
     await app.close();
     await models.close();
     await files.close();
@@ -243,18 +242,17 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
     audit.close();
     store.close();
     lock.release();
+  };
+  try {
+    await loading;
+  } catch (err) {
+    await abandon();
     throw new StartupError((err as Error).message);
   }
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
-    await models.close();
-    await files.close();
-    await ingestPool.close();
-    await engineHost.close();
-    audit.close();
-    store.close();
-    lock.release();
+    await abandon();
     throw new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`, { cause: err });
   }
   audit.startRetention();
