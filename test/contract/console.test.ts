@@ -22,6 +22,7 @@ import type {
   WindowUpdate,
 } from "../../server/features/console/contract.js";
 import { LogBuffer } from "../../server/features/console/log-buffer.js";
+import { ENGINE_BUILD_HINT_IN_WINDOW } from "../../server/engine/engine-build.js";
 import { startServer, type RunningServer } from "../../server/index.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
 
@@ -244,6 +245,24 @@ describe("console calls", () => {
       Object.assign(host.usage, before);
     }
     expect((await call<StatusView>("status")).speculation).toBeNull();
+  });
+
+  it("the engine-build hint reaches the window in its words, naming no command", async () => {
+    const models = server.models;
+    const real = models.hardware.bind(models);
+    const spy = vi.spyOn(models, "hardware").mockImplementation(async () => ({
+      ...(await real()),
+      gpu: { backend: "cpu", devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped: [], build: "prebuilt" },
+    }));
+    try {
+      const hint = (await call<StatusView>("status")).gpu?.buildHint ?? null;
+      if (process.platform === "linux") {
+        expect(hint).toBe(ENGINE_BUILD_HINT_IN_WINDOW);
+        expect(hint).not.toMatch(/svc engine|--help/);
+      } else expect(hint).toBeNull();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("counts API requests and errors for the Server page", async () => {

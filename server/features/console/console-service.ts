@@ -9,7 +9,7 @@ import { basename, resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
-import { engineBuildHint } from "../../engine/engine-build.js";
+import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint } from "../../engine/engine-build.js";
 import type { UpstreamTarget } from "../../engine/upstream-client.js";
 import {
   readUpstreamAffinitySetting,
@@ -349,7 +349,8 @@ export class ConsoleService implements ConsoleApi {
             vramTotalBytes: hardware.gpu.vramTotalBytes,
             vramFreeBytes: hardware.gpu.vramFreeBytes,
             build: hardware.gpu.build ?? null,
-            buildHint: engineBuildHint(hardware.gpu),
+            // The window's wording: it has no command line to name.
+            buildHint: engineBuildHint(hardware.gpu) === null ? null : ENGINE_BUILD_HINT_IN_WINDOW,
           }
         : null,
       speculation: this.server.engineHost.speculation(),

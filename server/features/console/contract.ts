@@ -80,8 +80,8 @@ export interface GpuView {
   /** Which llama.cpp binaries run: node-llama-cpp's prebuilt ones, or a build made on this machine; null: not known. */
   build: "prebuilt" | "local" | null;
   /**
-   * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: the server log's line on what a build made
-   * on this machine would give (a command-line step; the window does not show it); null elsewhere.
+   * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: what a build made on this machine would
+   * give, in the window's words (the log's line without the command it names); null elsewhere.
    */
   buildHint: string | null;
 }
