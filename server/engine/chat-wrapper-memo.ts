@@ -9,23 +9,18 @@
 // settings, which asking by type would not give.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { LlamaModel } from "node-llama-cpp";
+import { nodeLlamaCppDirectory, svcCacheDirectory } from "./engine-build.js";
 
 /** $XDG_CACHE_HOME (or ~/.cache)/svc-desktop/chat-templates: one small file per template that matched none. */
 export function chatWrapperMemoDirectory(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "svc-desktop", "chat-templates");
+  return join(svcCacheDirectory(env), "chat-templates");
 }
 
 let nodeLlamaCppVersion: string | null = null;
 function libraryVersion(): string {
-  if (nodeLlamaCppVersion === null) {
-    const require = createRequire(import.meta.url);
-    const dir = join(dirname(require.resolve("node-llama-cpp")), "..");
-    nodeLlamaCppVersion = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
-  }
+  nodeLlamaCppVersion ??= (JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version;
   return nodeLlamaCppVersion;
 }
 

@@ -135,7 +135,12 @@ export function engineNativeDirectory(): string {
  */
 export function engineBuildStore(env: NodeJS.ProcessEnv = process.env): string {
   if (env.SVC_ENGINE_BUILDS_DIR) return env.SVC_ENGINE_BUILDS_DIR;
-  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "svc-desktop", "engine-builds");
+  return join(svcCacheDirectory(env), "engine-builds");
+}
+
+/** The platform's cache folder for svc: ($XDG_CACHE_HOME or ~/.cache)/svc-desktop. */
+export function svcCacheDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "svc-desktop");
 }
 
 /**
