@@ -5,14 +5,14 @@
 // token's text (so a client never sees a token's logprob before its text).
 import type { LlamaModel, Token } from "node-llama-cpp";
 import type { TokenLogprob } from "../core/inference.js";
-import { TextTriggerMatcher } from "./text-matcher.js";
+import { TextTriggerMatcher, type TriggerHit } from "./text-matcher.js";
 import { scoreToken, type SampledToken } from "./token-probabilities.js";
 import type { EngineEvent, ScoredToken } from "./types.js";
 
 export interface AnswerMatch {
   events: EngineEvent[];
   /** What the answer's text reached: a stop sequence (with the one) or the tool-call marker. */
-  hit: { kind: "stop" | "tool"; trigger: string } | null;
+  hit: TriggerHit<"stop" | "tool"> | null;
 }
 
 export class VisibleText {
@@ -60,7 +60,7 @@ export class VisibleText {
     if (entry) this.unreleased.push({ entry, end: this.answerIn + piece.length });
     this.answerIn += piece.length;
     const m = this.answerMatcher.push(piece);
-    return { events: this.emitText(m.emit), hit: m.hit ? { kind: m.hit.kind, trigger: m.hit.trigger } : null };
+    return { events: this.emitText(m.emit), hit: m.hit };
   }
 
   /** The answer's held-back text (a possible stop sequence's start), at its end. */
