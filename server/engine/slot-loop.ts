@@ -42,6 +42,7 @@ import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
 import { Guesser } from "./speculation.js";
+import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
 /**
@@ -69,6 +70,12 @@ function predictionPrefix(sequence: { _contextTokens: Token[] }, feed: Token[], 
   return [...tail, ...prediction];
 }
 const PREDICTION_ANCHOR = 3;
+
+/**
+ * Whether the context's sequences share one KV cache: node-llama-cpp 3.22's addon always gives each its own
+ * (`kv_unified` off), so llama.cpp splits a batch into passes of equal counts per sequence (step-costs.ts).
+ */
+const UNIFIED_KV = false;
 
 /** Feeds up to this long count as a generation's step (batched first); longer ones are prompts, read in chunks. */
 export const MAX_STEP_FEED = 8;
@@ -321,6 +328,8 @@ export class SlotLoop {
     paths: TokenPaths = tokenPathsFromEnvironment(),
     /** Speculation's guesses from a draft model (--draft-model) instead of prompt lookup. */
     private readonly draftModel: DraftSource | null = null,
+    /** What this context's passes have cost, by size: the price of a step's guesses (step-costs.ts). */
+    private readonly costs: StepCosts = new StepCosts(),
   ) {
     const binding = (this.context as unknown as { _ctx?: Partial<Binding> })._ctx;
     const sampler = (this.model as unknown as { _llama?: { _bindings?: { AddonSampler?: unknown } } })._llama?._bindings?.AddonSampler;
@@ -687,9 +696,11 @@ export class SlotLoop {
         aheads = this.pendingAhead.filter((a) => a.drafting === null);
         this.pendingAhead = this.pendingAhead.filter((a) => a.drafting !== null);
         if (feeds.length === 0 && aheads.length === 0) return;
-        let room = Math.max(0, this.context.batchSize - aheads.reduce((n, a) => n + 1 + a.draft.length, 0));
         const steps = feeds.filter((f) => f.tokens.length <= MAX_STEP_FEED);
         const prompts = feeds.filter((f) => f.tokens.length > MAX_STEP_FEED);
+        // A step of generations only: its guesses are kept as far as they are worth the passes they add.
+        if (prompts.length === 0 && aheads.some((a) => a.draft.length > 0)) this.priceGuesses(steps, aheads);
+        let room = Math.max(0, this.context.batchSize - aheads.reduce((n, a) => n + 1 + a.draft.length, 0));
         for (const feed of [...steps, ...prompts]) {
           const count = Math.min(feed.tokens.length, room);
           room -= count;
@@ -717,10 +728,17 @@ export class SlotLoop {
           this.paths.stepSampling && sampling.length > 0 && sampling.every((e) => e.track.fixed && (e.ahead === null || e.ahead.draft.length === 0));
         let presampled: number[] | null = null;
         try {
-          if (presample) {
-            for (const e of sampling) configure(e.track);
-            presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
-          } else await binding.decodeBatch();
+          if (presample) for (const e of sampling) configure(e.track);
+          const started = performance.now();
+          if (presample) presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
+          else await binding.decodeBatch();
+          // A decode that was one pass over the weights prices passes of its size.
+          const passes = microBatches(
+            entries.map((e) => ({ sequence: e.track.sequence._sequenceId, tokens: e.tokens.length })),
+            UNIFIED_KV,
+            this.context.batchSize,
+          );
+          if (passes.length === 1) this.costs.record(passes[0]!, performance.now() - started);
         } catch (err) {
           for (const a of aheads) a.error = err;
           throw err;
@@ -802,6 +820,29 @@ export class SlotLoop {
       else if (this.pending.length > 0) this.kick();
       for (const deliver of deliveries) deliver();
     }
+  }
+
+  /**
+   * Trims the guesses of a step's tokens decoded ahead to what they are worth (step-costs.ts `keptGuesses`):
+   * with one KV cache per sequence, a step where some sequences bring more tokens than others is several
+   * passes over the weights, and a pass of more tokens may cost more than the guesses are likely to return.
+   * Guesses dropped here are not checked; the answers are the same either way.
+   */
+  private priceGuesses(steps: Feed[], aheads: Ahead[]): void {
+    const parts = [
+      ...steps.map((feed) => ({ sequence: feed.track.sequence._sequenceId, tokens: feed.tokens.length, guesses: 0, keepRate: 0, ahead: null as Ahead | null })),
+      ...aheads.map((ahead) => {
+        const guesser = ahead.track.guesser;
+        return { sequence: ahead.track.sequence._sequenceId, tokens: 1, guesses: ahead.draft.length, keepRate: guesser?.keepRate ?? 0, asked: guesser?.predicted === true, ahead };
+      }),
+    ].sort((a, b) => a.sequence - b.sequence);
+    const kept = keptGuesses(parts, this.costs, UNIFIED_KV, this.context.batchSize);
+    parts.forEach((part, i) => {
+      if (!part.ahead || kept[i]! >= part.ahead.draft.length) return;
+      part.ahead.draft = part.ahead.draft.slice(0, kept[i]);
+      // None checked: nothing to learn the keep rate from this step.
+      if (kept[i] === 0) part.ahead.track.guesser?.declined();
+    });
   }
 
   /** Waits up to AHEAD_WAIT_MS for the generations of these aheads to ask for (or drop) their tokens. */

@@ -21,7 +21,8 @@ export const SPECULATION_BATCH_GUESSES = 16;
  * peer model, whose loops keep 83%, ran four streams at 0.73 to 0.94 of their speed without guesses at 0.5).
  * keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows each verification's share of kept positions
  * (docs/performance.md section 27). Tuned on a 2-core CPU; a GPU, whose decode of a few more tokens costs
- * little even when busy, would take more (not measured: no GPU was lent).
+ * little even when busy, would take more (not measured: no GPU was lent). These bound what is offered; the
+ * step then keeps what its measured costs say is worth it (step-costs.ts, section 31).
  */
 export const SPECULATION_KEEP_ALONE = 0.15;
 export const SPECULATION_KEEP_BUSY = 0.85;
@@ -53,7 +54,7 @@ export const DRAFT_MODEL_MAX_GUESSES = 16;
  * back-off after verifications that kept none.
  */
 export class Guesser {
-  private keepRate = SPECULATION_FIRST_KEEP_RATE;
+  private rate = SPECULATION_FIRST_KEEP_RATE;
   /** Verifications in a row that kept no guess. */
   private misses = 0;
   /** Tokens to go before the next guess. */
@@ -81,11 +82,11 @@ export class Guesser {
       this.wait--;
       return [];
     }
-    const length = guessLength(this.keepRate, live);
+    const length = guessLength(this.rate, live);
     if (length === 0) {
       // Too few kept to be worth a position: no guess, and the estimate drifts back up by each token, so that
       // a later stretch the conversation repeats is tried again.
-      this.keepRate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - this.keepRate);
+      this.declined();
       return [];
     }
     const most = this.draftModel ? DRAFT_MODEL_MAX_GUESSES : PROMPT_LOOKUP_DEFAULTS.maxDraft;
@@ -96,6 +97,24 @@ export class Guesser {
     return this.index().draft(context, token, maxDraft) as Token[];
   }
 
+  /** How often this evaluation's guessed positions have been kept, as the step pricing them reads it (step-costs.ts). */
+  get keepRate(): number {
+    return this.rate;
+  }
+
+  /** Whether its guesses come from what the request said the answer would be (Chat's `prediction`). */
+  get predicted(): boolean {
+    return this.lookupPrefix.length > 0;
+  }
+
+  /**
+   * Its guesses were not checked (too seldom kept to be worth their place): with no verification to learn
+   * from, the estimate drifts back up by each token, so that a later stretch that repeats is tried again.
+   */
+  declined(): void {
+    this.rate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - this.rate);
+  }
+
   private index(): PromptLookupIndex {
     return (this.lookup ??= new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, this.lookupPrefix));
   }
@@ -103,8 +122,8 @@ export class Guesser {
   /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
   wouldGuess(context: ArrayLike<number>, token: Token): boolean {
     // A draft model's guesses are not known before it writes them: a step asks it.
-    if (this.draftModel) return this.wait === 0 && guessLength(this.keepRate, 1) > 0;
-    return this.wait === 0 && guessLength(this.keepRate, 1) > 0 && this.index().draft(context, token, 1).length > 0;
+    if (this.draftModel) return this.wait === 0 && guessLength(this.rate, 1) > 0;
+    return this.wait === 0 && guessLength(this.rate, 1) > 0 && this.index().draft(context, token, 1).length > 0;
   }
 
   /** A token made without a step of the loop's (a solo run's): the back-off counts it. */
@@ -115,7 +134,7 @@ export class Guesser {
   /** A verification checked `drafted` guesses and kept the first `kept` of them. */
   checked(drafted: number, kept: number): void {
     // The positions checked: those kept, and the one that refused its guess (none when all were kept).
-    this.keepRate = 0.7 * this.keepRate + 0.3 * (kept / Math.min(drafted, kept + 1));
+    this.rate = 0.7 * this.rate + 0.3 * (kept / Math.min(drafted, kept + 1));
     if (kept > 0) this.misses = 0;
     else {
       this.misses++;

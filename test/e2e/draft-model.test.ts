@@ -15,6 +15,7 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel } from "../../server/engine/draft-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
+import { keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 import { takeSampled } from "../support/take-tokens.js";
@@ -53,7 +54,7 @@ const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.
 
 /** One evaluation on a fresh sequence of the target, with the draft model's guesses or none; counts the target's decodes. */
 async function run(draft: DraftModel | null, prompt: Token[], options: SequenceEvaluateOptions, n: number) {
-  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft);
+  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft, keepAllGuesses());
   expect(loop.describe()).toContain(draft ? "draft-model speculation" : "the slot loop");
   const sequence = target.context.getSequence();
   let decodes = 0;

@@ -13,6 +13,7 @@ import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
+import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 import { takeSampled as take } from "../support/take-tokens.js";
@@ -49,7 +50,7 @@ async function run(
   options: SequenceEvaluateOptions,
   n: number,
 ): Promise<{ tokens: Token[]; sampled: SampledToken[]; decodes: number; state: ReturnType<typeof state> }> {
-  const loop = new SlotLoop(on.context, on.model, paths(speculation));
+  const loop = new SlotLoop(on.context, on.model, paths(speculation), null, keepAllGuesses());
   expect(loop.paths.speculation).toBe(speculation);
   const sequence = on.context.getSequence();
   let decodes = 0;
@@ -143,7 +144,7 @@ describe("speculation (prompt lookup) in the slot loop", () => {
     const prompts = [[...head, ...first.tokens, ...head], model.tokenize("<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\n", true)];
     const alone = [];
     for (const p of prompts) alone.push((await run(tiny, false, p, { temperature: 0 }, 40)).tokens);
-    const loop = new SlotLoop(context, model, paths(true));
+    const loop = new SlotLoop(context, model, paths(true), null, keepAllGuesses());
     const seqs = prompts.map(() => context.getSequence());
     /** Each batch's entries: tokens, and logits asked for (a token with its guesses asks at every position). */
     const batches: Array<Array<{ tokens: number; logits: number }>> = [];
@@ -163,6 +164,42 @@ describe("speculation (prompt lookup) in the slot loop", () => {
     expect(batches.some((b) => b.length === 2 && b.some(guessed) && b.some((e) => e.tokens === 1))).toBe(true);
     // At most 8 guesses with a token (PROMPT_LOOKUP_DEFAULTS.maxDraft; SPECULATION_BATCH_GUESSES shared by two).
     expect(batches.flat().filter(guessed).every((e) => e.tokens <= 9)).toBe(true);
+  });
+
+  it("several sequences at once, guesses priced: a guess that would split a step goes in only where the extra pass pays", async () => {
+    const { model, context } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const prompts = [[...head, ...first.tokens, ...head], model.tokenize("<|im_start|>user\nsomething else<|im_end|>\n<|im_start|>assistant\n", true)];
+    const alone: Token[][] = [];
+    for (const p of prompts) alone.push((await run(tiny, false, p, { temperature: 0 }, 40)).tokens);
+    const seqs = prompts.map(() => context.getSequence());
+    /** The batches of both generated together under these prices: each batch's token counts by sequence. */
+    async function together(price: (size: number) => number): Promise<number[][]> {
+      const loop = new SlotLoop(context, model, paths(true), null, new FixedStepCosts(price));
+      for (const s of seqs) await s.clearHistory();
+      const batches: number[][] = [];
+      const undo = spyOnBinding(context, (method, args) => {
+        if (method === "initBatch") batches.push([]);
+        if (method === "addToBatch") batches.at(-1)!.push((args[2] as Uint32Array).length);
+      });
+      try {
+        const tokens = await Promise.all(prompts.map(async (p, i) => (await take(loop.evaluate(seqs[i]!, p, {}, { temperature: 0, yieldEogToken: true }), 40, model)).map((t) => t.token)));
+        expect(tokens).toEqual(alone);
+      } finally {
+        undo();
+      }
+      // Both sequences' steps (neither a prompt).
+      return batches.filter((b) => b.length === 2 && b.every((n) => n <= 9));
+    }
+    const uneven = (steps: number[][]) => steps.filter((b) => b[0] !== b[1]).length;
+    // A pass of one token nearly free beside a pass of two (10): the echo's guesses pay for their own pass.
+    const cheapSplit = await together((size) => (size === 1 ? 1 : 10));
+    expect(uneven(cheapSplit)).toBeGreaterThan(0);
+    // A pass costs the same whatever its size: a guess is worth a place in a pass, never a pass of its own.
+    const flat = await together(() => 10).finally(() => seqs.forEach((s) => s.dispose()));
+    expect(flat.length).toBeGreaterThan(5);
+    expect(uneven(flat)).toBe(0);
   });
 
   it("makes no guesses where the sampling changes from token to token (repeat penalties) or reports with each token", async () => {

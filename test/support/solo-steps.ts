@@ -9,6 +9,7 @@ import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions,
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
+import { keepAllGuesses } from "./step-costs.js";
 import { spyOnBinding } from "./binding-spy.js";
 import { take } from "./take-tokens.js";
 
@@ -225,7 +226,7 @@ const results: Record<string, unknown> = { build: "local" };
   // Speculation beside the build's paths: an answer that repeats the conversation (the model's own greedy
   // answer, twice, then the question again) gives evaluate's tokens and state, greedy and seeded.
   await sequencesFree(2);
-  const guessing = new SlotLoop(context, model, { solo: true, stepSampling: true, speculation: true });
+  const guessing = new SlotLoop(context, model, { solo: true, stepSampling: true, speculation: true }, null, keepAllGuesses());
   const head = prompt("say it again");
   const first = context.getSequence();
   const answer = await take(first.evaluateWithMetadata(head, {}, greedy), 60);

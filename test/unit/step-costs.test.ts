@@ -1,0 +1,144 @@
+// The slot loop's step pricing (server/engine/step-costs.ts): llama.cpp's split of a batch into passes over
+// the weights, the costs measured by pass size, and how many guesses a step keeps. The costs in these tests
+// are the ones measured on the 0.8B Q4_K_M model at 1 thread (docs/performance.md section 31).
+import { describe, expect, it } from "vitest";
+import { keptGuesses, microBatches, STEP_COST_EXPLORE_EVERY, STEP_COST_WINDOW, StepCosts, type StepPart } from "../../server/engine/step-costs.js";
+
+const parts = (...shape: Array<[tokens: number, guesses: number, keepRate: number]>): StepPart[] =>
+  shape.map(([tokens, guesses, keepRate], sequence) => ({ sequence, tokens, guesses, keepRate }));
+
+/** The model's measured passes: 1 token 100 ms, 2 to 4 tokens 170, 8 tokens 200. */
+function measured(): StepCosts {
+  const costs = new StepCosts();
+  for (const [size, ms] of [[1, 100], [2, 170], [4, 170], [8, 200]] as const) costs.record(size, ms);
+  return costs;
+}
+
+describe("microBatches", () => {
+  it("takes the same count from each of a run of consecutive sequences (one KV cache per sequence)", () => {
+    const seqs = (...tokens: number[]) => tokens.map((t, sequence) => ({ sequence, tokens: t }));
+    expect(microBatches(seqs(1, 1, 1, 1), false, 512)).toEqual([4]);
+    expect(microBatches(seqs(2, 2, 2, 2), false, 512)).toEqual([8]);
+    // One sequence with a guess among three without: a second pass for it alone.
+    expect(microBatches(seqs(2, 1, 1, 1), false, 512)).toEqual([4, 1]);
+    // Two with a guess, not next to each other: a pass for each.
+    expect(microBatches(seqs(1, 2, 1, 2), false, 512)).toEqual([4, 1, 1]);
+    expect(microBatches(seqs(1, 2, 2, 1), false, 512)).toEqual([4, 2]);
+    // A prompt beside three steps: one token of it in the steps' pass, the rest after.
+    expect(microBatches(seqs(1, 190, 1, 1), false, 512)).toEqual([4, 189]);
+  });
+
+  it("starts a new pass where the sequence ids are not consecutive", () => {
+    expect(microBatches([{ sequence: 0, tokens: 1 }, { sequence: 2, tokens: 1 }, { sequence: 3, tokens: 1 }], false, 512)).toEqual([1, 2]);
+  });
+
+  it("keeps each pass within the micro-batch size", () => {
+    expect(microBatches([{ sequence: 0, tokens: 600 }], false, 512)).toEqual([512, 88]);
+    expect(microBatches([{ sequence: 0, tokens: 300 }, { sequence: 1, tokens: 300 }], false, 512)).toEqual([512, 88]);
+  });
+
+  it("cuts a unified cache's batch by size alone", () => {
+    expect(microBatches([{ sequence: 0, tokens: 2 }, { sequence: 1, tokens: 1 }, { sequence: 3, tokens: 1 }], true, 512)).toEqual([4]);
+    expect(microBatches([{ sequence: 0, tokens: 600 }], true, 512)).toEqual([512, 88]);
+  });
+});
+
+describe("StepCosts", () => {
+  it("prices nothing before a measurement", () => {
+    expect(new StepCosts().pass(4)).toBeNull();
+    expect(new StepCosts().estimate([4])).toBeNull();
+  });
+
+  it("prices an unmeasured size hopefully from below, or from the smallest size above", () => {
+    const costs = new StepCosts();
+    costs.record(4, 170);
+    costs.record(8, 200);
+    expect(costs.pass(6)).toBe(170);
+    expect(costs.pass(16)).toBe(200);
+    expect(costs.pass(1)).toBe(170);
+    expect(costs.estimate([4, 1])).toBe(340);
+  });
+
+  it("takes the lower median of a size's last measurements: one slow decode does not make it dear", () => {
+    const costs = new StepCosts();
+    costs.record(4, 400); // a first decode slowed by page faults
+    expect(costs.pass(4)).toBe(400);
+    costs.record(4, 170);
+    expect(costs.pass(4)).toBe(170);
+    costs.record(4, 180);
+    costs.record(4, 900); // a busy core
+    expect(costs.pass(4)).toBe(180);
+    // The machine slows down for good: the last STEP_COST_WINDOW decide.
+    for (let i = 0; i < STEP_COST_WINDOW; i++) costs.record(4, 300);
+    expect(costs.pass(4)).toBe(300);
+  });
+
+  it("asks every STEP_COST_EXPLORE_EVERY-th priced step to keep every guess and measure again", () => {
+    const costs = measured();
+    const dear = parts([1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9], [1, 0, 0.9]);
+    const kept = Array.from({ length: 2 * STEP_COST_EXPLORE_EVERY }, () => keptGuesses(dear, costs, false, 512)[0]);
+    expect(kept.filter((k) => k === 1)).toHaveLength(2);
+    expect(kept[STEP_COST_EXPLORE_EVERY - 1]).toBe(1);
+  });
+
+  it("ignores measurements that are not durations", () => {
+    const costs = new StepCosts();
+    costs.record(4, Number.NaN);
+    costs.record(0, 10);
+    costs.record(4, -1);
+    expect(costs.pass(4)).toBeNull();
+  });
+});
+
+describe("keptGuesses", () => {
+  it("keeps every guess before anything is measured (the step measures)", () => {
+    expect(keptGuesses(parts([1, 3, 0.9], [1, 0, 0.9]), new StepCosts(), false, 512)).toEqual([3, 0]);
+  });
+
+  it("drops one sequence's guess that would cost a second pass for the other three", () => {
+    // 4 tokens in 170 ms against 4.9 in 270.
+    expect(keptGuesses(parts([1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9], [1, 0, 0.9]), measured(), false, 512)).toEqual([0, 0, 0, 0]);
+  });
+
+  it("keeps guesses all four sequences bring, in one pass", () => {
+    // 4 + 4 x 0.9 tokens in 200 ms against 4 in 170.
+    expect(keptGuesses(parts([1, 1, 0.9], [1, 1, 0.9], [1, 1, 0.9], [1, 1, 0.9]), measured(), false, 512)).toEqual([1, 1, 1, 1]);
+  });
+
+  it("trims every sequence to the guesses they share", () => {
+    // 2 each: one pass of 12 (priced as 8's 200 ms) for 4 + 4 x 1.71; 3 for the first would add a pass.
+    expect(keptGuesses(parts([1, 3, 0.9], [1, 2, 0.9], [1, 2, 0.9], [1, 2, 0.9]), measured(), false, 512)).toEqual([2, 2, 2, 2]);
+  });
+
+  it("with a unified cache, keeps an uneven guess the passes do not grow for", () => {
+    expect(keptGuesses(parts([1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9], [1, 0, 0.9]), measured(), true, 512)).toEqual([1, 0, 0, 0]);
+  });
+
+  it("lets a lone sequence guess as far as its keep rate pays for the larger pass", () => {
+    // 100 ms for 1 token; 170 ms for 2 to 4.
+    expect(keptGuesses(parts([1, 3, 0.95]), measured(), false, 512)).toEqual([3]);
+    expect(keptGuesses(parts([1, 3, 0.3]), measured(), false, 512)).toEqual([0]);
+  });
+
+  it("guesses freely where a larger pass costs what one token does (a model whose weights are the cost)", () => {
+    const flat = new StepCosts();
+    for (const size of [1, 2, 4, 8]) flat.record(size, 10);
+    expect(keptGuesses(parts([1, 4, 0.5]), flat, false, 512)).toEqual([4]);
+  });
+
+  it("keeps every guess a request asked for (a prediction), and prices the others around them", () => {
+    const asked = parts([1, 3, 0.3], [1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9]);
+    asked[0]!.asked = true;
+    // The prediction's 3 are kept though seldom right; the other's guess would split the step further.
+    expect(keptGuesses(asked, measured(), false, 512)).toEqual([3, 0, 0, 0]);
+    expect(keptGuesses([{ ...asked[0]! }], measured(), false, 512)).toEqual([3]);
+    // The others' guesses fill the pass the prediction's guess makes: one pass of 8 instead of 4 + 1.
+    const filled = parts([1, 1, 0.3], [1, 1, 0.9], [1, 1, 0.9], [1, 1, 0.9]);
+    filled[0]!.asked = true;
+    expect(keptGuesses(filled, measured(), false, 512)).toEqual([1, 1, 1, 1]);
+  });
+
+  it("keeps no guess where none is offered", () => {
+    expect(keptGuesses(parts([1, 0, 0.9], [1, 0, 0.9]), measured(), false, 512)).toEqual([0, 0]);
+  });
+});
