@@ -90,6 +90,7 @@ function modelFile(size: Size, headSize: number, type: WeightType): string {
 interface PeerSeries {
   single: number[];
   concurrent: number[];
+  concurrentAnswered: number[];
   cold: number[];
 }
 interface PeerJson {
@@ -100,8 +101,8 @@ interface Cell {
   headSize: number;
   type: WeightType;
   threads: number;
-  ours: { single: number; concurrent: number; coldMs: number };
-  peer: { single: number; concurrent: number; coldMs: number };
+  ours: { single: number; concurrent: number; answered: number; coldMs: number };
+  peer: { single: number; concurrent: number; answered: number; coldMs: number };
 }
 
 const median = (xs: number[]) => {
@@ -124,7 +125,7 @@ function runCell(size: Size, headSize: number, type: WeightType, work: string): 
   if (r.status !== 0) throw new Error(`bench:peer failed on ${model} (exit ${r.status})`);
   const result = JSON.parse(readFileSync(json, "utf8")) as PeerJson;
   return result.results.map((t) => {
-    const of = (s: PeerSeries) => ({ single: median(s.single), concurrent: median(s.concurrent), coldMs: median(s.cold) });
+    const of = (s: PeerSeries) => ({ single: median(s.single), concurrent: median(s.concurrent), answered: median(s.concurrentAnswered), coldMs: median(s.cold) });
     return { size: size.name, headSize, type, threads: t.threads, ours: of(t.series.ours), peer: of(t.series["llama-server"]) };
   });
 }
@@ -132,6 +133,7 @@ function runCell(size: Size, headSize: number, type: WeightType, work: string): 
 const MEASURES = [
   { key: "single", label: "one answer", ratio: (c: Cell) => c.ours.single / c.peer.single },
   { key: "concurrent", label: "four at once", ratio: (c: Cell) => c.ours.concurrent / c.peer.concurrent },
+  { key: "answered", label: "four at once, all answered", ratio: (c: Cell) => c.ours.answered / c.peer.answered },
   { key: "cold", label: "cold prompt (TTFT, inverted)", ratio: (c: Cell) => c.peer.coldMs / c.ours.coldMs },
 ] as const;
 
@@ -142,10 +144,10 @@ function report(cells: Cell[]): string {
     const mine = cells.filter((c) => c.size === size.name);
     if (mine.length === 0) continue;
     lines.push(`\n${size.label}; ${size.tokens}-token answers, ${size.promptTokens}-token cold prompt`, "");
-    lines.push("| heads of | weights | threads | one answer | four at once | cold prompt | tokens/s ours / llama-server (one; four) |", "|---|---|---|---|---|---|---|");
+    lines.push("| heads of | weights | threads | one answer | four at once | four, all answered | cold prompt | tokens/s ours / llama-server (one; four) |", "|---|---|---|---|---|---|---|---|");
     for (const c of mine)
       lines.push(
-        `| ${c.headSize} | ${c.type} | ${c.threads} | **${f(MEASURES[0].ratio(c))}** | **${f(MEASURES[1].ratio(c))}** | **${f(MEASURES[2].ratio(c))}** | ${f(c.ours.single, 1)} / ${f(c.peer.single, 1)}; ${f(c.ours.concurrent, 1)} / ${f(c.peer.concurrent, 1)} |`,
+        `| ${c.headSize} | ${c.type} | ${c.threads} | **${f(MEASURES[0].ratio(c))}** | **${f(MEASURES[1].ratio(c))}** | **${f(MEASURES[2].ratio(c))}** | **${f(MEASURES[3].ratio(c))}** | ${f(c.ours.single, 1)} / ${f(c.peer.single, 1)}; ${f(c.ours.concurrent, 1)} / ${f(c.peer.concurrent, 1)} |`,
       );
   }
   lines.push("", "Worst ratio per measure (ours ÷ llama-server; higher is better):", "", "| measure | worst | where | best |", "|---|---|---|---|");

@@ -379,13 +379,19 @@ function cpuByThread(rounds: ThreadCpu[][], digits = 2, least = 0.005): string {
     .join(", ");
 }
 
-/** Aggregate rate of `slots` streams started together: all tokens ÷ time from the first token to the last. */
-async function concurrentStreams(t: Target): Promise<number> {
+/**
+ * `slots` streams started together. `rate`: all tokens ÷ time from the first token to the last (the decode's
+ * aggregate; a server that starts one stream while it still reads the others' prompts has that reading in
+ * its window, one that reads all four prompts first has not). `answered`: all tokens ÷ time from sending
+ * the four to the last token (what a client waiting for all four sees, prompts included).
+ */
+async function concurrentStreams(t: Target): Promise<{ rate: number; answered: number }> {
   const rs = await Promise.all(Array.from({ length: slots }, (_, i) => streamChat(t, question(`concurrent ${i}`), tokens)));
   const total = rs.reduce((a, r) => a + r.completionTokens, 0);
+  const sent = Math.min(...rs.map((r) => r.sent));
   const first = Math.min(...rs.map((r) => r.first));
   const end = Math.max(...rs.map((r) => r.end));
-  return (total - rs.length) / ((end - first) / 1000);
+  return { rate: (total - rs.length) / ((end - first) / 1000), answered: total / ((end - sent) / 1000) };
 }
 
 /** TTFT of a new ~2k-token prompt (nothing cached), then of a second question after the same prefix. */
@@ -437,6 +443,7 @@ async function modelsRps(t: Target, ms = 2000): Promise<{ rps: number; cpuUs: nu
 interface Series {
   single: number[];
   concurrent: number[];
+  concurrentAnswered: number[];
   cold: number[];
   warm: number[];
   models: number[];
@@ -445,7 +452,7 @@ interface Series {
   singleCpu: ThreadCpu[][];
   modelsCpu: ThreadCpu[][];
 }
-const emptySeries = (): Series => ({ single: [], concurrent: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [], singleCpu: [], modelsCpu: [] });
+const emptySeries = (): Series => ({ single: [], concurrent: [], concurrentAnswered: [], cold: [], warm: [], models: [], modelsCpuUs: [], promptTokens: [], singleCpu: [], modelsCpu: [] });
 
 async function measureThreads(binary: string, model: string, threads: number) {
   log(`threads ${threads}: starting both servers (load ${load()})`);
@@ -480,7 +487,9 @@ async function measureThreads(binary: string, model: string, threads: number) {
       for (const t of order) {
         if (!want("concurrent")) continue;
         await preroll(t);
-        series[t.name].concurrent.push(await concurrentStreams(t));
+        const c = await concurrentStreams(t);
+        series[t.name].concurrent.push(c.rate);
+        series[t.name].concurrentAnswered.push(c.answered);
       }
       for (const t of order) {
         if (!want("prompt")) continue;
@@ -527,6 +536,7 @@ function report(results: Result[]): string {
   };
   row("single-stream decode tokens/s", (r) => ratioCell(r, "single", ""));
   row(`${slots} concurrent streams, aggregate tokens/s`, (r) => ratioCell(r, "concurrent", ""));
+  row(`${slots} concurrent streams, all answered: tokens ÷ time from sending to the last token`, (r) => ratioCell(r, "concurrentAnswered", ""));
   row(`own ${slots}-stream aggregate ÷ own single stream`, (r) => {
     const ours = m(r, "ours", "concurrent") / m(r, "ours", "single");
     const peer = m(r, "llama-server", "concurrent") / m(r, "llama-server", "single");
