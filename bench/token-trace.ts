@@ -9,6 +9,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { InferenceRequest } from "../server/core/inference.js";
+import { LlamaEngine } from "../server/engine/llama-engine.js";
 import { startServer } from "../server/index.js";
 import { toEngineRequest } from "../server/pipeline/pipeline.js";
 import { median } from "./common.js";
@@ -32,9 +33,12 @@ const modelPath = values.model ?? ensurePeerModel(join(PEER_CACHE, "model.gguf")
 const sequences = Math.max(...streamCounts);
 
 const dataDir = mkdtempSync(join(tmpdir(), "svc-trace-"));
+// The engine in this process (not an engine process of its own, as `svc serve` runs it), so that its
+// context's binding can be timed.
 const server = await startServer(
   { host: "127.0.0.1", port: 0, dataDir, modelPath, threads, sequences, contextSize: 4096, gpu: "cpu", logLevel: "warn" },
   () => undefined,
+  { loadEngine: (options) => LlamaEngine.load(options) },
 );
 const key = server.keys.create({ name: "trace" }).key;
 const engine = server.engineHost.engine();

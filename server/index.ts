@@ -3,7 +3,7 @@ import { open } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
 import type { ServeConfig } from "./config.js";
 import { isLoopbackHost } from "./core/loopback.js";
-import { EngineHost } from "./engine/engine-host.js";
+import { EngineHost, type EngineLoader } from "./engine/engine-host.js";
 import type { EngineSpawner } from "./engine/engine-protocol.js";
 import { ProcessEngine } from "./engine/process-engine.js";
 import { UpstreamEngine } from "./engine/upstream-engine.js";
@@ -117,6 +117,11 @@ function storedUpstreams(store: Store, log: Log): ServeConfig["upstreams"] {
 export interface StartOptions {
   /** Starts the engine process (default: a forked Node process); the desktop app passes Electron's utilityProcess. */
   spawnEngine?: EngineSpawner;
+  /**
+   * Starts the engine instead of an engine process (with no upstreams): bench:trace loads it in the server's
+   * own process (LlamaEngine.load) to time the decodes at node-llama-cpp's binding.
+   */
+  loadEngine?: EngineLoader;
 }
 
 export async function startServer(config: ServeConfig, log: Log = consoleLog(config.logLevel), options: StartOptions = {}): Promise<RunningServer> {
@@ -142,7 +147,7 @@ export async function startServer(config: ServeConfig, log: Log = consoleLog(con
   const engineHost = new EngineHost({
     log,
     restartLimit: config.engineRestartLimit,
-    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity, log }) : (o) => ProcessEngine.start({ ...o, spawn }),
+    loader: upstreams ? (o) => UpstreamEngine.load({ modelPath: o.modelPath, upstreams, affinity, log }) : (options.loadEngine ?? ((o) => ProcessEngine.start({ ...o, spawn }))),
   });
   if (upstreams) log("info", `Generating on ${upstreams.length} upstream(s): ${upstreams.map((u) => u.url).join(", ")}; switching models is theirs to do.`);
   const storedGpu = store.settings.get(GPU_PREFERENCE_SETTING)?.value as GpuPreference | undefined;
