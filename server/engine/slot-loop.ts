@@ -2,7 +2,8 @@
 // batches: queuing a feed, filling a batch, decoding ahead, taking a token back and the native solo run all read
 // and change the same state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's
 // interrupt); the comment below is its design. What is not the batches' business is apart: whether a guess is
-// worth a position (speculation.ts), prompt lookup (prompt-lookup.ts), token probabilities.
+// worth a position (speculation.ts) and what a step's guesses cost (step-costs.ts), prompt lookup (prompt-lookup.ts),
+// token probabilities.
 //
 // How every token of a context is produced: one slot loop per context, in the style of llama-server's
 // `update_slots`. Each evaluation (a prompt and the answer after it, a forced feed, a warm start's read) queues
@@ -732,13 +733,16 @@ export class SlotLoop {
           const started = performance.now();
           if (presample) presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
           else await binding.decodeBatch();
-          // A decode that was one pass over the weights prices passes of its size.
-          const passes = microBatches(
-            entries.map((e) => ({ sequence: e.track.sequence._sequenceId, tokens: e.tokens.length })),
-            UNIFIED_KV,
-            this.context.batchSize,
-          );
-          if (passes.length === 1) this.costs.record(passes[0]!, performance.now() - started);
+          // A step of generations (what is priced) that was one pass over the weights prices passes of its
+          // size; prompts' chunks are not recorded (their sizes are never a step's).
+          if (prompts.length === 0) {
+            const passes = microBatches(
+              entries.map((e) => ({ sequence: e.track.sequence._sequenceId, tokens: e.tokens.length })),
+              UNIFIED_KV,
+              this.context.batchSize,
+            );
+            if (passes.length === 1) this.costs.record(passes[0]!, performance.now() - started);
+          }
         } catch (err) {
           for (const a of aheads) a.error = err;
           throw err;
