@@ -1,10 +1,12 @@
 // Builds llama.cpp's own tools (llama-server, rpc-server, ...) once, from the llama.cpp source node-llama-cpp ships
 // (node_modules/node-llama-cpp/llama/gitRelease.bundle), so the peer runs exactly the llama.cpp our engine
 // runs. Binaries are cached under .cache/<name>/ (git-ignored) with the commit they were built from.
-// Plain upstream defaults (OpenMP, -march=native, persistent thread pools): the llama-server a user would build.
+// Plain upstream defaults (OpenMP, -march=native, persistent thread pools): the llama-server a user would build,
+// with one fix of ours to llama.cpp's AMX kernels (applyAmxPatch), without which it crashes on Xeons with AMX.
 // Two builds use it: bench:peer's plain llama-server (.cache/peer) and the upstream tests' llama-server +
 // rpc-server with the RPC backend (.cache/upstream, `npm run upstream:build`, run by CI before `npm test`).
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -37,13 +39,29 @@ interface ToolBuild {
   targets: string[];
 }
 
+/**
+ * The one patch of ours these builds take, resources/engine-patches/amx-tile-config.patch: a fix, not a
+ * speed-up. Without it GCC 12 and later build llama.cpp's AMX kernels (compiled in by -march=native on Xeons
+ * from Sapphire Rapids on) so that a quantized model's first prompt ends the server with SIGILL.
+ */
+const AMX_PATCH = join(ROOT, "resources", "engine-patches", "amx-tile-config.patch");
+
+/** Applies AMX_PATCH to a llama.cpp checkout unless it is applied already (its paths are node-llama-cpp's: a/llama/llama.cpp/...). */
+function applyAmxPatch(source: string): void {
+  const args = ["-p3", "--batch", "--silent", "-d", source, "-i", AMX_PATCH];
+  if (spawnSync("patch", ["--dry-run", "-R", ...args], { stdio: "ignore" }).status === 0) return;
+  run("patch", ["--forward", "--no-backup-if-mismatch", "-r", "-", ...args], ROOT);
+}
+
 /** The paths of the built binaries (bin/<target>), after building whatever is missing or stale. */
 export function ensureLlamaCppTools(build: ToolBuild, log: (line: string) => void): Record<string, string> {
   const commit = bundledCommit();
+  // A build is current when it is of this commit with this patch.
+  const stamp = `${commit} amx-tile-config ${createHash("sha256").update(readFileSync(AMX_PATCH)).digest("hex").slice(0, 12)}`;
   const binDir = join(build.cache, "bin");
   const paths: Record<string, string> = Object.fromEntries(build.targets.map((t) => [t, join(binDir, t)]));
   const current = (t: string): boolean =>
-    existsSync(paths[t]!) && existsSync(`${paths[t]!}.commit`) && readFileSync(`${paths[t]!}.commit`, "utf8").trim() === commit;
+    existsSync(paths[t]!) && existsSync(`${paths[t]!}.commit`) && readFileSync(`${paths[t]!}.commit`, "utf8").trim() === stamp;
   const missing = build.targets.filter((t) => !current(t));
   if (missing.length === 0) return paths;
 
@@ -54,7 +72,8 @@ export function ensureLlamaCppTools(build: ToolBuild, log: (line: string) => voi
     run("git", ["clone", "--quiet", BUNDLE, source], ROOT);
   }
   const head = run("git", ["rev-parse", "HEAD"], source, true).trim();
-  if (head !== commit) run("git", ["checkout", "--quiet", commit], source);
+  if (head !== commit) run("git", ["checkout", "--quiet", "--force", commit], source);
+  applyAmxPatch(source);
   log(`Configuring and building ${missing.join(", ")} in ${buildDir} (about 10+ minutes on 2 cores; cached afterwards)`);
   run(
     "cmake",
@@ -77,7 +96,7 @@ export function ensureLlamaCppTools(build: ToolBuild, log: (line: string) => voi
   mkdirSync(binDir, { recursive: true });
   for (const t of missing) {
     copyFileSync(join(buildDir, "bin", t), paths[t]!);
-    writeFileSync(`${paths[t]!}.commit`, `${commit}\n`);
+    writeFileSync(`${paths[t]!}.commit`, `${stamp}\n`);
   }
   return paths;
 }

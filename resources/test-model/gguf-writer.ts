@@ -1,4 +1,4 @@
-// A minimal GGUF (version 3) writer: metadata key/values and F32 tensors.
+// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32 or Q8_0.
 // Format reference: ggml's docs/gguf.md. Only what the test model needs is supported.
 
 export type GgufScalar =
@@ -21,10 +21,17 @@ export interface GgufTensor {
   /** ggml order: dims[0] is the contiguous (innermost) dimension. */
   dims: number[];
   data: Float32Array;
+  /**
+   * How it is stored: F32 (the default), or Q8_0 (blocks of 32 values along dims[0]: an F16 scale, the
+   * largest magnitude over 127, then 32 signed bytes), which needs dims[0] to be a multiple of 32. Zeros and
+   * values that are whole multiples of their block's scale survive Q8_0 exactly.
+   */
+  type?: "f32" | "q8_0";
 }
 
 const VALUE_TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10 } as const;
-const GGML_TYPE_F32 = 0;
+const GGML_TYPE = { f32: 0, q8_0: 8 } as const;
+const Q8_0_BLOCK = 32;
 const ALIGNMENT = 32;
 
 class ByteSink {
@@ -100,6 +107,60 @@ function writeValue(sink: ByteSink, value: GgufValue): void {
   }
 }
 
+/** The IEEE half-precision bits of a finite, non-negative float (rounded to nearest, ties to even). */
+export function float16Bits(value: number): number {
+  const f32 = new Float32Array([value]);
+  const bits = new Uint32Array(f32.buffer)[0]!;
+  const sign = (bits >>> 16) & 0x8000;
+  const exponent = ((bits >>> 23) & 0xff) - 127 + 15;
+  const mantissa = bits & 0x7fffff;
+  if (exponent >= 0x1f) return sign | 0x7c00;
+  if (exponent <= 0) {
+    if (exponent < -10) return sign;
+    const m = mantissa | 0x800000;
+    const shift = 14 - exponent;
+    const half = m >>> shift;
+    const rest = m & ((1 << shift) - 1);
+    const midpoint = 1 << (shift - 1);
+    return sign | (half + (rest > midpoint || (rest === midpoint && (half & 1)) ? 1 : 0));
+  }
+  const half = (exponent << 10) | (mantissa >>> 13);
+  const rest = mantissa & 0x1fff;
+  return sign | (half + (rest > 0x1000 || (rest === 0x1000 && (half & 1)) ? 1 : 0));
+}
+
+/** The value of half-precision bits. */
+export function float16Value(bits: number): number {
+  const exponent = (bits >>> 10) & 0x1f;
+  const mantissa = bits & 0x3ff;
+  const sign = bits & 0x8000 ? -1 : 1;
+  if (exponent === 0) return sign * mantissa * 2 ** -24;
+  if (exponent === 0x1f) return mantissa ? NaN : sign * Infinity;
+  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+}
+
+/** ggml's Q8_0 blocks for these values (a multiple of 32 of them), as ggml's reference quantizer makes them. */
+export function quantizeQ8_0(data: Float32Array): Buffer {
+  if (data.length % Q8_0_BLOCK !== 0) throw new Error(`Q8_0 needs a multiple of ${Q8_0_BLOCK} values, got ${data.length}`);
+  const out = Buffer.alloc((data.length / Q8_0_BLOCK) * (2 + Q8_0_BLOCK));
+  for (let b = 0; b < data.length / Q8_0_BLOCK; b++) {
+    let amax = 0;
+    for (let i = 0; i < Q8_0_BLOCK; i++) amax = Math.max(amax, Math.abs(data[b * Q8_0_BLOCK + i]!));
+    const d = amax / 127;
+    const id = d ? 1 / d : 0;
+    const at = b * (2 + Q8_0_BLOCK);
+    out.writeUInt16LE(float16Bits(d), at);
+    for (let i = 0; i < Q8_0_BLOCK; i++) out.writeInt8(Math.round(data[b * Q8_0_BLOCK + i]! * id), at + 2 + i);
+  }
+  return out;
+}
+
+function tensorBytes(t: GgufTensor): Buffer {
+  if ((t.type ?? "f32") === "f32") return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q8_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
+  return quantizeQ8_0(t.data);
+}
+
 export function encodeGguf(metadata: Array<[string, GgufValue]>, tensors: GgufTensor[]): Buffer {
   const head = new ByteSink();
   head.push(Buffer.from("GGUF", "ascii"));
@@ -114,25 +175,27 @@ export function encodeGguf(metadata: Array<[string, GgufValue]>, tensors: GgufTe
 
   let offset = 0;
   const offsets: number[] = [];
+  const bytes: Buffer[] = [];
   for (const t of tensors) {
     const expected = t.dims.reduce((a, b) => a * b, 1);
     if (expected !== t.data.length) throw new Error(`tensor ${t.name}: dims ${t.dims} need ${expected} values, got ${t.data.length}`);
+    bytes.push(tensorBytes(t));
     offsets.push(offset);
-    offset += t.data.byteLength;
+    offset += bytes.at(-1)!.length;
     offset = Math.ceil(offset / ALIGNMENT) * ALIGNMENT;
   }
   tensors.forEach((t, i) => {
     head.string(t.name);
     head.u32(t.dims.length);
     for (const d of t.dims) head.u64(BigInt(d));
-    head.u32(GGML_TYPE_F32);
+    head.u32(GGML_TYPE[t.type ?? "f32"]);
     head.u64(BigInt(offsets[i]!));
   });
   head.padTo(ALIGNMENT);
 
   const body = new ByteSink();
-  for (const t of tensors) {
-    body.push(Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  for (const b of bytes) {
+    body.push(b);
     body.padTo(ALIGNMENT);
   }
   return Buffer.concat([head.toBuffer(), body.toBuffer()]);

@@ -265,6 +265,11 @@ export interface TinyModelOptions {
    * makes every guess of prompt lookup right. Everything else is the tiny model's.
    */
   echo?: boolean;
+  /**
+   * How the layer's matrices are stored. Their weights are zero, so Q8_0 changes no output: the model answers
+   * as the F32 one does while llama.cpp takes its quantized paths (on CPUs with AMX, its tile kernels).
+   */
+  blockWeights?: "f32" | "q8_0";
 }
 
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
@@ -300,7 +305,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     { name: "blk.0.ffn_gate.weight", dims: [nEmbd, nFf], data: zeros(nEmbd * nFf) },
     { name: "blk.0.ffn_up.weight", dims: [nEmbd, nFf], data: zeros(nEmbd * nFf) },
     { name: "blk.0.ffn_down.weight", dims: [nFf, nEmbd], data: zeros(nEmbd * nFf) },
-  ];
+  ].map((t) => (t.name.startsWith("blk.") && t.dims.length === 2 ? { ...t, type: options.blockWeights ?? "f32" } : t));
 
   const metadata = llamaMetadata({
     name: "svc tiny test model",

@@ -42,10 +42,12 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../core/version.js";
 
 /**
- * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and one to the llama.cpp it
- * ships: sgemm-few-columns), in the order they apply (resources/engine-patches/NAME.patch).
+ * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and two to the llama.cpp it
+ * ships: sgemm-few-columns, a speed-up; amx-tile-config, a fix without which GCC 12 and later build AMX
+ * kernels that crash on their first tile instruction), in the order they apply
+ * (resources/engine-patches/NAME.patch).
  */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config"]);
 
 /** Where our C++ goes in node-llama-cpp's package for a build (its CMake compiles llama/addon/ and one level below). */
 export const NATIVE_SOURCE_FOLDER = "llama/addon/svc";

@@ -4,8 +4,10 @@
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { engineBuildOptions, engineBuildStore, findEngineBuilds, llamaCppSourceDirectory, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
 import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/slot-loop.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
@@ -25,10 +27,10 @@ afterAll(async () => {
   if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
 });
 
-async function serveAndAsk(): Promise<{ build: string; content: string; together: string[]; log: string }> {
+async function serveAndAsk(model: string = inject("tinyModelPath")): Promise<{ build: string; content: string; together: string[]; log: string }> {
   const dataDir = tempDataDir();
   const key = createKey(dataDir);
-  const server = await startSvc({ model: inject("tinyModelPath"), dataDir, env: { SVC_LOG_LEVEL: "info" } });
+  const server = await startSvc({ model, dataDir, env: { SVC_LOG_LEVEL: "info" } });
   servers.push(server);
   let health: { model?: { state?: string }; gpu?: { build?: string } } = {};
   for (let i = 0; i < 120 && health.model?.state !== "ready"; i++) {
@@ -72,6 +74,14 @@ function soloSteps(): SoloFacts {
   const run = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "test", "support", "solo-steps.ts")], { encoding: "utf8", cwd: ROOT });
   expect(run.status, run.stderr.slice(-2000)).toBe(0);
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as SoloFacts;
+}
+
+/** The tiny model with Q8_0 layer matrices, written once to a temporary folder. */
+function tinyQ8Model(): string {
+  const dir = mkdtempSync(join(tmpdir(), "svc-q8-model-"));
+  const path = join(dir, "tiny-q8_0.gguf");
+  writeFileSync(path, buildTinyModel({ blockWeights: "q8_0" }));
+  return path;
 }
 
 const SGEMM = "ggml/src/ggml-cpu/llamafile/sgemm.cpp";
@@ -129,6 +139,14 @@ describe("svc engine build", () => {
     // as with llama.cpp's own matrix code (each sum taken in the same order), and the build's x86 libraries
     // have the new code compiled in, for F32 and for Q8_0 weights (its symbols; the prebuilt libraries have none).
     expect(after.together).toEqual(before.together);
+    // amx-tile-config.patch: the tiny model with its layer's matrices in Q8_0 (zeros, so the same answers) runs
+    // llama.cpp's quantized kernels; on a CPU with AMX (Sapphire Rapids and later) a prompt takes the tile
+    // kernels, which GCC 12 built crashing on their first instruction (SIGILL) without the patch.
+    const quantized = await serveAndAsk(tinyQ8Model());
+    expect(quantized.build).toBe("local");
+    expect(quantized.log).not.toContain("The engine process stopped");
+    expect(quantized.content).toBe(after.content);
+    expect(quantized.together).toEqual(after.together);
     const libraries = readdirSync(join(made!.folder, "Release")).filter((f) => /^libggml-cpu-(haswell|skylakex|zen4)\.so$/.test(f));
     expect(libraries.sort()).toEqual(["libggml-cpu-haswell.so", "libggml-cpu-skylakex.so", "libggml-cpu-zen4.so"]);
     for (const lib of libraries) {

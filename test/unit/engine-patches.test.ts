@@ -50,10 +50,11 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
+    expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(nativeSourceFiles()).toEqual(["solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
@@ -98,9 +99,16 @@ describe("node-llama-cpp addon patches", () => {
     expect(sgemm).toContain("case 4: gemv<4>(m); return true;");
     expect(sgemm).toContain("case 4: gemv<4>(m); return;");
     expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
+    // amx-tile-config.patch: the AMX kernels' tile configuration is a constant, not stores on the stack that
+    // GCC 12 drops as dead (then the first tile instruction of a quantized matrix product raises SIGILL).
+    const mmq = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"), "utf8");
+    expect(mmq).toContain("alignas(64) static constexpr tile_config_t tc = [] {");
+    expect(mmq).not.toContain("alignas(64) tile_config_t tc = {};");
+    expect(mmq.split("_tile_loadconfig(&tc);").length).toBe(2);
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx"))).toEqual(["mmq.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
