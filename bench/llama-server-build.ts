@@ -7,7 +7,7 @@
 // rpc-server with the RPC backend (.cache/upstream, `npm run upstream:build`, run by CI before `npm test`).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -48,9 +48,10 @@ const AMX_PATCH = join(ROOT, "resources", "engine-patches", "amx-tile-config.pat
 
 /** Applies AMX_PATCH to a llama.cpp checkout unless it is applied already (its paths are node-llama-cpp's: a/llama/llama.cpp/...). */
 function applyAmxPatch(source: string): void {
-  const args = ["-p3", "--batch", "--silent", "-d", source, "-i", AMX_PATCH];
-  if (spawnSync("patch", ["--dry-run", "-R", ...args], { stdio: "ignore" }).status === 0) return;
-  run("patch", ["--forward", "--no-backup-if-mismatch", "-r", "-", ...args], ROOT);
+  const args = ["-p3", "--silent", "-d", source, "-i", AMX_PATCH];
+  // Applied already when it reverses cleanly (--force: never take a forward patch for a reversed one).
+  if (spawnSync("patch", ["--dry-run", "-R", "--force", ...args], { stdio: "ignore" }).status === 0) return;
+  run("patch", ["--forward", "--batch", "--no-backup-if-mismatch", "-r", "-", ...args], ROOT);
 }
 
 /** The paths of the built binaries (bin/<target>), after building whatever is missing or stale. */
@@ -114,10 +115,11 @@ export function ensureUpstreamTools(log: (line: string) => void): { llamaServer:
 
 /** Another of llama.cpp's tools (llama-bench, llama-batched-bench) from the build ensureLlamaServer made. */
 export function ensurePeerTool(target: string, log: (line: string) => void): string {
-  ensureLlamaServer(log);
+  const server = ensureLlamaServer(log);
   const build = join(PEER_CACHE, "build");
   const binary = join(build, "bin", target);
-  if (!existsSync(binary)) {
+  // Built again (only what changed) when llama-server was built after it: a new commit or patch.
+  if (!existsSync(binary) || statSync(binary).mtimeMs < statSync(server).mtimeMs) {
     log(`Building ${target} in ${build}`);
     run("cmake", ["--build", build, "--target", target, "-j", String(availableParallelism())], ROOT);
   }

@@ -34,7 +34,7 @@ const { values } = parseArgs({
     types: { type: "string", default: "F32,Q8_0,Q4_K_M" },
     "large-f32": { type: "boolean", default: false },
     json: { type: "string" },
-    /** Another llama-server build (bench:peer's --llama-server), e.g. one without AMX where its tiles fault. */
+    /** Another llama-server build (bench:peer's --llama-server), e.g. one built without AMX, to compare the layouts. */
     "llama-server": { type: "string" },
   },
 });

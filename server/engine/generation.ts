@@ -52,9 +52,9 @@ export interface GenerationSetup {
 }
 
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
-const MAX_TOOL_CALLS = 32;
+export const MAX_TOOL_CALLS = 32;
 /** Answer tokens kept back from the reasoning budget when the answer must be complete JSON or a call. */
-const CONSTRAINED_ANSWER_RESERVE = 512;
+export const CONSTRAINED_ANSWER_RESERVE = 512;
 
 type StopKind = EngineOutcome["stopReason"];
 
@@ -368,7 +368,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
 }
 
 /** Grammar-constrained arguments are complete once they parse: nothing but whitespace can follow an object. */
-function isCompleteObject(text: string): boolean {
+export function isCompleteObject(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
     return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -377,6 +377,6 @@ function isCompleteObject(text: string): boolean {
   }
 }
 
-function newCallId(): string {
+export function newCallId(): string {
   return newId("call_", 24);
 }

@@ -10,6 +10,12 @@ import type { EngineRequest } from "./types.js";
 
 const GRAMMAR_CACHE_LIMIT = 256;
 
+/** A request's tool grammars in GBNF: the name of a call, and each tool's arguments (with the field it came from). */
+export interface ToolGbnf {
+  names: string;
+  arguments: Map<string, { gbnf: string; param: string }>;
+}
+
 export class GrammarCache {
   private readonly cache = new Map<string, Promise<LlamaGrammar>>();
 
@@ -27,21 +33,35 @@ export class GrammarCache {
     const answerText = this.answerGbnf(output);
     const answer: LlamaGrammar | null =
       answerText === null ? null : await this.grammar(answerText, output.type === "json_schema" ? (output.param ?? "output_schema") : "output_schema");
+    const tools = this.toolGbnf(request, syntax);
+    if (tools === null) return { answer, toolNames: null, toolArguments: new Map() };
+    const toolNames = await this.grammar(tools.names, "tools");
+    const toolArguments = new Map<string, LlamaGrammar>();
+    for (const [name, { gbnf, param }] of tools.arguments) toolArguments.set(name, await this.grammar(gbnf, param));
+    return { answer, toolNames, toolArguments };
+  }
 
-    const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && syntax.toolCall !== null;
+  /**
+   * The GBNF of a call's tool name (one of the tools' names) and of each tool's arguments (its schema), or null
+   * when the request offers no callable tools (none, tool_choice none, or a chat format without calls). The
+   * text path compiles them (compile); the vision path hands the text to llama.node. A named tool_choice that
+   * is not among the tools is a 400.
+   */
+  toolGbnf(request: EngineRequest, syntax: PromptSyntax): ToolGbnf | null {
     if (request.toolChoice.type === "tool") {
       const name = request.toolChoice.name;
       if (!request.tools.some((t) => t.name === name))
         throw invalidRequest(`The tool to call, '${name}', is not among the tools.`, "tools");
     }
-    if (!callable) return { answer, toolNames: null, toolArguments: new Map() };
-    const toolNames = await this.grammar(`root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`, "tools");
-    const toolArguments = new Map<string, LlamaGrammar>();
+    const callable = request.tools.length > 0 && request.toolChoice.type !== "none" && syntax.toolCall !== null;
+    if (!callable) return null;
+    const names = `root ::= ${request.tools.map((t) => JSON.stringify(t.name)).join(" | ")}`;
+    const args = new Map<string, { gbnf: string; param: string }>();
     for (const [i, tool] of request.tools.entries()) {
       const param = tool.param ?? `tools[${i}].schema`;
-      toolArguments.set(tool.name, await this.grammar(this.schemaGrammar(tool.parameters, param, tool.strict === true), param));
+      args.set(tool.name, { gbnf: this.schemaGrammar(tool.parameters, param, tool.strict === true), param });
     }
-    return { answer, toolNames, toolArguments };
+    return { names, arguments: args };
   }
 
   schemaGrammar(schema: Record<string, unknown>, param: string, strict: boolean): string {

@@ -362,6 +362,7 @@ export class LlamaEngine implements Engine {
         margin: CONTEXT_MARGIN,
         // The answer's grammar, as the text path compiles it (json-schema-grammar.ts), in GBNF for llama.cpp.
         answerGrammar: this.grammars.answerGbnf(request.output) ?? undefined,
+        toolGrammars: this.grammars.toolGbnf(request, this.syntax),
         tooLong: (tokens) => contextTooLong(this.contextFacts, tokens),
         signal,
       });

@@ -111,33 +111,17 @@ export function imageInputOf(engine: Engine): ImageInput {
 
 /**
  * How this request's images reach the model: as images when the model sees them (`model`, imageInputOf),
- * except in a turn that offers callable tools, where the OCR fallback reads them (the vision path writes no
- * tool calls yet; a coding agent that pastes a screenshot keeps its tools). `forbidFallback`
- * (X-Image-Input: vision) turns each fallback into a 400 instead.
+ * else read by the OCR fallback; `forbidFallback` (X-Image-Input: vision) turns the fallback into a 400.
  */
-export function imageInputFor(
-  model: ImageInput,
-  request: Pick<InferenceRequest, "messages" | "tools" | "toolChoice">,
-  forbidFallback = false,
-): ImageInput {
+export function imageInputFor(model: ImageInput, request: Pick<InferenceRequest, "messages">, forbidFallback = false): ImageInput {
   if (countImages(request.messages) === 0) return model;
-  if (model === "ocr") {
-    if (forbidFallback)
-      throw new AppError(
-        "invalid_request",
-        'The loaded model cannot see images (it has no vision projector), and X-Image-Input: vision forbids reading them with OCR instead. Load a vision model (docs/api.md, "Images") or leave the header out.',
-        { code: "vision_unavailable", param: "X-Image-Input" },
-      );
-    return "ocr";
-  }
-  if (request.tools.length === 0 || request.toolChoice.type === "none") return "vision";
-  if (forbidFallback)
-    throw invalidRequest(
-      "Tool calls are not available in a turn that shows the model an image yet, and X-Image-Input: vision forbids reading the image with OCR instead: send tool_choice none (or no tools) with images, or leave the header out.",
-      "tools",
-      "vision_tools_unsupported",
+  if (model === "ocr" && forbidFallback)
+    throw new AppError(
+      "invalid_request",
+      'The loaded model cannot see images (it has no vision projector), and X-Image-Input: vision forbids reading them with OCR instead. Load a vision model (docs/api.md, "Images") or leave the header out.',
+      { code: "vision_unavailable", param: "X-Image-Input" },
     );
-  return "ocr";
+  return model;
 }
 
 /** An image part kept as an image, its bytes the scaled PNG or JPEG the vision encoder reads. */

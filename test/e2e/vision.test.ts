@@ -85,7 +85,7 @@ describe("Chat", () => {
     expect(typeof text).toBe("string");
   });
 
-  it("stop sequences end the answer on the vision path; structured output holds; with tools the image is read by OCR, or a clear 400 when that is forbidden", async () => {
+  it("stop sequences end the answer on the vision path; structured output holds", async () => {
     const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
     const free = await chat([image], { max_tokens: 32, reasoning_effort: "none" });
     // Fast mode: no thought in the answer (the model here opens one after every prompt unless kept from it).
@@ -98,19 +98,68 @@ describe("Chat", () => {
     expect(stopped.choices[0]!.message.content).toBe(words.slice(0, 2).join(" "));
     const json = await chat([image], { max_tokens: 64, reasoning_effort: "none", response_format: { type: "json_schema", json_schema: { name: "r", strict: true, schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false } } } });
     expect(Number.isInteger((JSON.parse(json.choices[0]!.message.content!) as { n: number }).n)).toBe(true);
-    // With callable tools (the vision path writes no tool calls yet) the image is read by OCR, and the trace
-    // says so; a caller that forbids the fallback gets a clear 400 instead.
-    const toolsOffered = { tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] };
-    const withTools = await chat([image], { ...toolsOffered, glassbox: { enabled: true } });
-    expect((withTools as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "ocr", tokens: null });
-    const forbidden = await client.chat.completions
-      .create({ model: "svc", max_tokens: 16, messages: [{ role: "user", content: [image] }], ...toolsOffered } as never, { headers: { "X-Image-Input": "vision" } })
-      .catch((e: unknown) => e);
-    expect((forbidden as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
-    expect((forbidden as InstanceType<typeof OpenAI.APIError>).code).toBe("vision_tools_unsupported");
-    // tool_choice none keeps the image an image.
-    const noneChosen = await chat([image], { ...toolsOffered, tool_choice: "none", glassbox: { enabled: true } });
-    expect((noneChosen as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+  });
+
+  it("tool calls with an image: the model sees it and writes the call (forced by name, required, streamed); X-Image-Input: vision is served", async () => {
+    const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
+    const tools: OpenAI.Chat.ChatCompletionTool[] = [
+      { type: "function", function: { name: "describe", parameters: { type: "object", properties: { colour: { type: "string", enum: ["red", "green"] }, count: { type: "integer" } }, required: ["colour", "count"], additionalProperties: false }, strict: true } },
+      { type: "function", function: { name: "crop", parameters: { type: "object", properties: { x: { type: "integer" } }, required: ["x"], additionalProperties: false }, strict: true } },
+    ];
+    const named = await chat([{ type: "text", text: question }, image], { max_tokens: 160, reasoning_effort: "none", tools, tool_choice: { type: "function", function: { name: "describe" } }, glassbox: { enabled: true } });
+    expect((named as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+    expect(named.choices[0]!.finish_reason).toBe("tool_calls");
+    const [call] = named.choices[0]!.message.tool_calls! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+    expect(call!.function.name).toBe("describe");
+    expect(call!.id).toMatch(/^call_/);
+    const args = JSON.parse(call!.function.arguments) as { colour: string; count: number };
+    expect(["red", "green"]).toContain(args.colour);
+    expect(Number.isInteger(args.count)).toBe(true);
+    expect(named.usage!.completion_tokens).toBeGreaterThan(3);
+    // Required: a call to one of the tools, after a thought when thinking; the arguments follow that tool's schema.
+    const required = await chat([image], { max_tokens: 96, reasoning_effort: "low", max_reasoning_tokens: 4, tools, tool_choice: "required" });
+    const [any] = required.choices[0]!.message.tool_calls! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+    expect(["describe", "crop"]).toContain(any!.function.name);
+    const parsed = JSON.parse(any!.function.arguments) as Record<string, unknown>;
+    expect(Object.keys(parsed).sort()).toEqual(any!.function.name === "describe" ? ["colour", "count"] : ["x"]);
+    // Streamed: the call's name first, then its arguments in pieces that add up to them.
+    const stream = await client.chat.completions.create({ model: "svc", max_tokens: 64, stream: true, reasoning_effort: "none", tools, tool_choice: { type: "function", function: { name: "crop" } }, messages: [{ role: "user", content: [image] }] } as OpenAI.Chat.ChatCompletionCreateParamsStreaming);
+    let name = "";
+    let streamed = "";
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) {
+        name += tc.function?.name ?? "";
+        streamed += tc.function?.arguments ?? "";
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(name).toBe("crop");
+    expect(Number.isInteger((JSON.parse(streamed) as { x: number }).x)).toBe(true);
+    expect(finish).toBe("tool_calls");
+    // Auto: the image is still an image (a coding agent that pastes a screenshot keeps its tools and the
+    // model sees it), also where the caller forbids the OCR fallback.
+    const auto = await client.chat.completions.create({ model: "svc", max_tokens: 8, messages: [{ role: "user", content: [image] }], tools, glassbox: { enabled: true } } as never, { headers: { "X-Image-Input": "vision" } });
+    expect((auto as unknown as Traced).svc_trace?.images).toEqual({ count: 1, read_by: "vision", tokens: TINY_VISION_IMAGE_TOKENS });
+    // Auto: where the model itself writes the call's marker, the call's name and arguments follow under their
+    // grammars. After a thought this model's two likeliest tokens are an answer word and the call's marker
+    // (logits 8 and 6.5): sampled at temperature 2 from those two, about a third of answers start with a call.
+    let started: OpenAI.Chat.ChatCompletion | null = null;
+    for (let seed = 0; seed < 60 && !started; seed += 2) {
+      const res = await chat([image], { max_tokens: 200, reasoning_effort: "low", max_reasoning_tokens: 8, temperature: 2, top_k: 2, seed, tools });
+      if (res.choices[0]!.finish_reason === "tool_calls") started = res;
+    }
+    expect(started).not.toBeNull();
+    const [own] = started!.choices[0]!.message.tool_calls! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+    expect(["describe", "crop"]).toContain(own!.function.name);
+    expect(Object.keys(JSON.parse(own!.function.arguments) as object).sort()).toEqual(own!.function.name === "describe" ? ["colour", "count"] : ["x"]);
+    // A budget that ends inside the arguments: finish_reason length, as on the text path (never a 500).
+    const short = await chat([image], { max_tokens: 48, reasoning_effort: "none", tools, tool_choice: { type: "function", function: { name: "describe" } } });
+    expect(short.choices[0]!.finish_reason).toBe("length");
+    expect(short.usage!.completion_tokens).toBeLessThanOrEqual(48);
+    // A named tool that is not among the tools is the text path's 400.
+    const unknown = await chat([image], { tools, tool_choice: { type: "function", function: { name: "nope" } } }).catch((e: unknown) => e);
+    expect((unknown as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
   });
 
   it("thinking with an image: the reasoning budget closes the thought and the answer follows; JSON after a thought", async () => {
@@ -254,6 +303,33 @@ describe("Responses, Messages and Files", () => {
     expect((await tokens([{ type: "input_image", detail: "auto", image_url: dataUrl }])) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
     const file = await client.files.create({ file: await toFile(png, "red.png"), purpose: "vision" });
     expect((await tokens([{ type: "input_image", detail: "auto", file_id: file.id }])) - plain).toBeGreaterThanOrEqual(TINY_VISION_IMAGE_TOKENS);
+  });
+
+  it("Responses and Messages: a forced call with an image is a function_call item / a tool_use block", async () => {
+    const schema = { type: "object" as const, properties: { x: { type: "integer" as const } }, required: ["x"], additionalProperties: false };
+    const response = await client.responses.create({
+      model: "svc",
+      max_output_tokens: 64,
+      reasoning: { effort: "none" } as never,
+      input: [{ role: "user", content: [{ type: "input_image", detail: "auto", image_url: dataUrl }] }],
+      tools: [{ type: "function", name: "crop", parameters: schema, strict: true }],
+      tool_choice: { type: "function", name: "crop" },
+    });
+    const item = response.output.find((o) => o.type === "function_call") as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(item.name).toBe("crop");
+    expect(Number.isInteger((JSON.parse(item.arguments) as { x: number }).x)).toBe(true);
+    const anthropic = new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0 });
+    const message = await anthropic.messages.create({
+      model: "claude-haiku-4-5",
+      max_tokens: 64,
+      messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: png.toString("base64") } }] }],
+      tools: [{ name: "crop", input_schema: schema }],
+      tool_choice: { type: "tool", name: "crop" },
+    });
+    expect(message.stop_reason).toBe("tool_use");
+    const block = message.content.find((b) => b.type === "tool_use") as Anthropic.ToolUseBlock;
+    expect(block.name).toBe("crop");
+    expect(Number.isInteger((block.input as { x: number }).x)).toBe(true);
   });
 
   it("Messages image blocks (base64) reach the encoder", async () => {

@@ -14,6 +14,8 @@ interface CompletionResult {
   tokens_evaluated: number;
   interrupted: boolean;
   context_full: boolean;
+  /** The model ended its turn (an end-of-generation token; a grammar's end allows only that). */
+  stopped_eos?: boolean;
   timings: { prompt_n: number };
 }
 interface Tokenized {
@@ -162,7 +164,8 @@ async function complete(id: number, c: VisionCompletion): Promise<void> {
         promptTokens,
         evaluatedTokens: Math.min(promptTokens, result.timings.prompt_n),
         completionTokens: result.tokens_predicted,
-        endOfTurn: !result.interrupted && !result.context_full && result.tokens_predicted < maxTokens && !aborted.has(id),
+        // llama.node's own flag: its token count is not a reliable test (at the limit it has read one less).
+        endOfTurn: (result.stopped_eos ?? result.tokens_predicted < maxTokens) && !result.interrupted && !result.context_full && !aborted.has(id),
       },
     });
   } catch (err) {
