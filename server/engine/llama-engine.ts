@@ -31,6 +31,7 @@ import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeW
 import { agentContextNeed, agentContextNote, agentContextNoteInWindow, CONTEXT_MARGIN, contextRemedy, contextTooLong, type ContextFacts } from "./context-advice.js";
 import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
+import { UnpricedStepCosts } from "./step-costs.js";
 import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
 import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
@@ -112,6 +113,16 @@ function formatMiB(bytes: number): string {
 
 const QUANTIZED_KV = { experimentalKvCacheKeyType: "Q8_0", experimentalKvCacheValueType: "Q8_0", flashAttention: true } as const;
 
+/**
+ * Tests that count speculation's guesses across a server (test/e2e/speculation-surfaces.test.ts) set
+ * SVC_ENGINE_TEST_KEEP_GUESSES=1: every guess is checked, as before steps priced them (step-costs.ts), so the
+ * counts do not depend on how fast the machine decoded the last steps. Read once, when a model loads; unset
+ * (always, outside those tests), steps price their guesses.
+ */
+function keepGuessesForTests(): boolean {
+  return process.env.SVC_ENGINE_TEST_KEEP_GUESSES === "1";
+}
+
 /** Adds the prompt tokens written at cache breakpoints to the run's start event and usage. */
 async function* withCacheWrites(events: AsyncGenerator<EngineEvent, void, void>, cacheWriteTokens: number): AsyncGenerator<EngineEvent, void, void> {
   for await (const event of events) {
@@ -144,7 +155,7 @@ export class LlamaEngine implements Engine {
     private draftModel: DraftModel | null,
   ) {
     // How a token is produced is decided here, once, from the binaries, the model and the load's options.
-    this.loop = new SlotLoop(context, model, tokenPaths, draftModel);
+    this.loop = new SlotLoop(context, model, tokenPaths, draftModel, keepGuessesForTests() ? new UnpricedStepCosts() : undefined);
     this.grammars = new GrammarCache(llama);
   }
 

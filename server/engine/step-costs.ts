@@ -123,6 +123,21 @@ export class StepCosts {
   }
 }
 
+/**
+ * Prices that never price: every guess is kept, as before steps priced them. For tests that count guesses
+ * (the engine's SVC_ENGINE_TEST_KEEP_GUESSES, test/support/step-costs.ts), so that the count does not depend
+ * on how fast the machine decoded the last steps.
+ */
+export class UnpricedStepCosts extends StepCosts {
+  override record(): void {}
+  override explore(): boolean {
+    return false;
+  }
+  override pass(): number | null {
+    return null;
+  }
+}
+
 /** Tokens a part is expected to yield with `kept` guesses: its token, and the i-th guess with keepRate^i. */
 function expectedTokens(part: StepPart, kept: number): number {
   let sum = 1;

@@ -27,7 +27,8 @@ let modelPath: string;
 async function side(speculation: "prompt-lookup" | "off"): Promise<Side> {
   const dataDir = tempDataDir();
   const key = createKey(dataDir);
-  const server = await startSvc({ model: modelPath, dataDir, args: ["--sequences", "2", "--context-size", "4096", "--speculation", speculation] });
+  // Every guess checked (not priced by this machine's timings, step-costs.ts): the counts below are exact.
+  const server = await startSvc({ model: modelPath, dataDir, args: ["--sequences", "2", "--context-size", "4096", "--speculation", speculation], env: { SVC_ENGINE_TEST_KEEP_GUESSES: "1" } });
   return {
     server,
     openai: new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0 }),

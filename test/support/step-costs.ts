@@ -1,6 +1,6 @@
 // Step prices for tests of the slot loop's mechanics (server/engine/step-costs.ts): fixed, not measured, so
 // that which guesses a step keeps does not depend on how fast this machine decoded the last steps.
-import { StepCosts } from "../../server/engine/step-costs.js";
+import { StepCosts, UnpricedStepCosts } from "../../server/engine/step-costs.js";
 
 export class FixedStepCosts extends StepCosts {
   /** `price`: a pass's cost by its size; null: nothing priced, so every guess is kept (the loop before pricing). */
@@ -17,4 +17,4 @@ export class FixedStepCosts extends StepCosts {
 }
 
 /** Every guess kept: for tests of how guesses are decoded and checked. */
-export const keepAllGuesses = () => new FixedStepCosts(null);
+export const keepAllGuesses = () => new UnpricedStepCosts();

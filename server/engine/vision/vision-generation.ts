@@ -1,3 +1,6 @@
+// Why one file (over 400 lines): runVisionGeneration is one state machine, the segments of one answer (its
+// thought, its text, each call's name and arguments), whose phase, budget and output text every segment reads
+// and moves; its prompt is vision-prompt.ts's.
 // A request that carries images, generated on the vision engine: OUR chat wrapper renders the prompt (the
 // images as markers, in place), the vision process reads it with the images and samples the answer, and the
 // text it streams back is split here into reasoning and answer, with stop sequences matched on the visible
@@ -9,67 +12,19 @@
 // arguments are each a completion under their grammar (GrammarCache.toolGbnf), the chat format's fixed text
 // between them written in by us, as runGeneration feeds it. What the vision path does not do (docs/api.md,
 // "Images"): per-token probabilities (glassbox confidence is null).
-import { LlamaText, SpecialToken, SpecialTokensText, type ChatWrapper, type LlamaModel, type Token } from "node-llama-cpp";
-import { AppError, invalidRequest } from "../../core/errors.js";
-import type { CanonicalMessage, ContentPart, ToolCall, ToolDefinition } from "../../core/inference.js";
+import type { ChatWrapper, LlamaModel, Token } from "node-llama-cpp";
+import { AppError } from "../../core/errors.js";
+import type { ToolCall, ToolDefinition } from "../../core/inference.js";
 import { CONSTRAINED_ANSWER_RESERVE, isCompleteObject, MAX_TOOL_CALLS, newCallId } from "../generation.js";
 import type { ToolGbnf } from "../grammar-cache.js";
-import { renderPromptText, type PromptSyntax } from "../prompt.js";
+import type { PromptSyntax } from "../prompt.js";
 import { TextTriggerMatcher } from "../text-matcher.js";
 import type { EngineEvent, EngineOutcome, EngineRequest } from "../types.js";
 import { VisionPromptTooLong, type VisionEngine } from "./vision-engine.js";
-import { VISION_MEDIA_MARKER, type VisionResult } from "./vision-protocol.js";
+import type { VisionResult } from "./vision-protocol.js";
+import { renderVisionPrompt } from "./vision-prompt.js";
 
-/** Does the request carry an image for the model to see (an image part the pipeline kept as bytes)? */
-export function hasImages(request: Pick<EngineRequest, "messages">): boolean {
-  return request.messages.some((m) => m.content.some((p) => p.type === "image"));
-}
-
-/** Where image k stands in the rendered prompt, until it becomes the media marker. */
-const placeholder = (k: number) => `\u{F8FF}svc-image-${k}\u{F8FF}`;
-const PLACEHOLDER = /\u{F8FF}svc-image-(\d+)\u{F8FF}/gu;
-
-export interface VisionPrompt {
-  prompt: string;
-  /** The images as data: URLs, in the order their markers appear in the prompt. */
-  media: string[];
-}
-
-/** The prompt text our wrapper renders, special tokens written out, each image as VISION_MEDIA_MARKER. */
-export function renderVisionPrompt(model: LlamaModel, wrapper: ChatWrapper, request: EngineRequest): VisionPrompt {
-  const images: string[] = [];
-  const messages = request.messages.map((message, i): CanonicalMessage => {
-    if (!message.content.some((p) => p.type === "image")) return message;
-    const content = message.content.map((part, j): ContentPart => {
-      if (part.type !== "image") return part;
-      if (part.source.kind !== "base64") throw invalidRequest("An image reached the model unread.", part.param ?? `messages[${i}].content[${j}]`, "invalid_image");
-      images.push(`data:${part.source.mediaType};base64,${part.source.data}`);
-      return { type: "text", text: placeholder(images.length - 1) };
-    });
-    return { ...message, content } as CanonicalMessage;
-  });
-  const text = renderPromptText(wrapper, messages, request.tools);
-  // A marker the caller wrote in its own text is not an image: defused before ours go in.
-  const written = llamaTextString(model, text).split(VISION_MEDIA_MARKER).join("<__media_>");
-  const media: string[] = [];
-  const prompt = written.replace(PLACEHOLDER, (_, k: string) => {
-    media.push(images[Number(k)]!);
-    return VISION_MEDIA_MARKER;
-  });
-  return { prompt, media };
-}
-
-/** LlamaText as the text a tokenizer that parses special tokens reads back into the same tokens. */
-function llamaTextString(model: LlamaModel, text: LlamaText): string {
-  return text.values
-    .map((value) => {
-      if (typeof value === "string") return value;
-      if (value instanceof SpecialTokensText) return value.value;
-      if (value instanceof SpecialToken) return model.detokenize(value.tokenize(model.tokenizer), true);
-      return String(value);
-    })
-    .join("");
-}
+export { hasImages } from "./vision-prompt.js";
 
 export interface VisionGenerationSetup {
   model: LlamaModel;
