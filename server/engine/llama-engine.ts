@@ -32,7 +32,7 @@ import { agentContextNeed, agentContextNote, agentContextNoteInWindow, CONTEXT_M
 import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload } from "./resource-plan.js";
 import { SequencePool } from "./sequence-pool.js";
 import { UnpricedStepCosts } from "./step-costs.js";
-import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
+import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
 import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
@@ -153,9 +153,10 @@ export class LlamaEngine implements Engine {
     private readonly tokenizeTimeoutMs: number,
     tokenPaths: TokenPaths,
     private draftModel: DraftModel | null,
+    decodeThreads: DecodeThreads | null,
   ) {
     // How a token is produced is decided here, once, from the binaries, the model and the load's options.
-    this.loop = new SlotLoop(context, model, tokenPaths, draftModel, keepGuessesForTests() ? new UnpricedStepCosts() : undefined);
+    this.loop = new SlotLoop(context, model, tokenPaths, draftModel, keepGuessesForTests() ? new UnpricedStepCosts() : undefined, decodeThreads);
     this.grammars = new GrammarCache(llama);
   }
 
@@ -237,14 +238,12 @@ export class LlamaEngine implements Engine {
       }
       const split = splitThreads(threads, cores, usesOpenMp(llama.systemInfo), poolThreads);
       const capped = threads > 1;
-      const applied = applyThreadSplit(context, split, {
+      const decodeThreads = DecodeThreads.for(split, {
         cores,
         contention: capped ? new CoreContention() : undefined,
         onCapChange: (from, to, others) =>
           options.log?.("debug", `Other processes keep ${others.toFixed(1)} of ${cores} cores busy: decoding with ${to} thread(s) instead of ${from}.`),
       });
-      if (!applied)
-        options.log?.("debug", `This node-llama-cpp does not let the threads change per decode; all decodes use ${threads}.`);
       const sequences = plan.sequences;
       const { thinking, fast } = resolveChatWrappers(model);
       const syntax = resolvePromptSyntax(model, thinking);
@@ -285,7 +284,7 @@ export class LlamaEngine implements Engine {
           `${gpu.backend === "cpu" ? "" : `, ${model.gpuLayers}/${totalLayers} layers offloaded, ${formatMiB(gpu.vramFreeBytes)} VRAM free`}: ` +
           `${info.sequences} sequence(s) of ${info.contextSize} tokens${kvCache === "q8_0" ? " (8-bit KV cache)" : ""}, ${info.threads} thread(s)` +
           `${split.single !== split.batch ? ` (${split.single} for a lone sequence's steps)` : ""}` +
-          `${capped && applied ? ", fewer while other processes keep cores busy" : ""}` +
+          `${capped ? ", fewer while other processes keep cores busy" : ""}` +
           `, decoding on ${poolThreads === 1 ? "one libuv pool thread" : `a libuv pool of ${poolThreads} threads`}` +
           `, chat wrapper ${thinking.wrapperName}` +
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
@@ -298,7 +297,7 @@ export class LlamaEngine implements Engine {
       fullCollection();
       const paths = speculationPaths(options);
       const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, threads, options.log) : null;
-      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, paths, draft);
+      const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, paths, draft, decodeThreads);
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
       if (draft && !engine.loop.paths.speculation) {
         options.log?.("warn", `The draft model ${draft.name} is not used: this model's tokens take node-llama-cpp's own path, which checks no guesses.`);

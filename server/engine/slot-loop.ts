@@ -43,6 +43,7 @@ import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
 import { Guesser } from "./speculation.js";
+import type { DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
@@ -85,6 +86,8 @@ interface Binding {
   initBatch(size: number): void;
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
+  /** The threads of the decodes from now on (DecodeThreads chooses them, thread-policy.ts). */
+  setThreads(threads: number): void;
   /** Removes the sequence's cells in [start, end) from the KV cache (false where the cache cannot). */
   removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
   /** With probabilities or confidence asked for: [token, [token, probability, ...]?, confidence?]. */
@@ -331,6 +334,8 @@ export class SlotLoop {
     private readonly draftModel: DraftSource | null = null,
     /** What this context's passes have cost, by size: the price of a step's guesses (step-costs.ts). */
     private readonly costs: StepCosts = new StepCosts(),
+    /** The threads of each decode (thread-policy.ts); null: the context's own count for all. */
+    private readonly threads: DecodeThreads | null = null,
   ) {
     const binding = (this.context as unknown as { _ctx?: Partial<Binding> })._ctx;
     const sampler = (this.model as unknown as { _llama?: { _bindings?: { AddonSampler?: unknown } } })._llama?._bindings?.AddonSampler;
@@ -562,6 +567,7 @@ export class SlotLoop {
     };
     configure(track);
     try {
+      if (this.threads) binding.setThreads(this.threads.forSolo());
       binding.runSolo(sequence._sequenceId, start, Uint32Array.from(feed), track.sampler, this.context.contextSize - 2, SOLO_MAX_SAMPLES, AHEAD_WAIT_MS, budget(track), (tokens, count, message) => {
         if (tokens === -1) end(count ?? 0, message);
         else {
@@ -730,6 +736,7 @@ export class SlotLoop {
         let presampled: number[] | null = null;
         try {
           if (presample) for (const e of sampling) configure(e.track);
+          if (this.threads) binding.setThreads(this.threads.forBatch(entries.reduce((n, e) => n + e.tokens.length, 0)));
           const started = performance.now();
           if (presample) presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
           else await binding.decodeBatch();

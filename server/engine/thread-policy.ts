@@ -23,9 +23,10 @@
 // the split applies only where the pool has more threads. Prompt batches and steps of several sequences use all
 // threads either way.
 //
-// node-llama-cpp sets one thread count per context; the count for each decode is applied here, just
-// before the decode, through its context binding (the `_ctx` object its LlamaContext drives). Without that
-// object (another node-llama-cpp version), nothing is changed and every decode uses the context's threads.
+// node-llama-cpp sets one thread count per context; the count for each decode is chosen here
+// (DecodeThreads) and set by the slot loop (slot-loop.ts), the one way to the engine, just before each of its
+// decodes and solo runs. node-llama-cpp's own decodes (only where the slot loop cannot run: another binding)
+// use the context's count.
 //
 // Last, other processes. ggml's threads wait for each other at every operation by spinning; when another
 // process keeps one of the cores busy, the thread that is off the CPU holds all the others up. With a
@@ -35,7 +36,6 @@
 // process's own (`CoreContention`).
 import { readFileSync } from "node:fs";
 import { availableParallelism, cpus } from "node:os";
-import type { LlamaContext } from "node-llama-cpp";
 
 export interface ThreadSplit {
   /** Threads for decodes of more than one token: prompt text, or several sequences' steps together. */
@@ -79,28 +79,6 @@ export function splitThreads(threads: number, cores: number, openMp = false, poo
 /** Whether the loaded llama.cpp runs its CPU threads with OpenMP (from its system info line). */
 export function usesOpenMp(systemInfo: string): boolean {
   return /OPENMP = 1/.test(systemInfo);
-}
-
-interface ContextBinding {
-  initBatch(size: number): unknown;
-  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): unknown;
-  setThreads(threads: number): unknown;
-  decodeBatch(): Promise<unknown>;
-  /** Only in `svc engine build`'s binaries: a lone generation's steps on the addon's own thread (slot-loop.ts). */
-  runSolo?(...args: unknown[]): unknown;
-  /** Only in `svc engine build`'s binaries: a step's decode and its samplings in one job (slot-loop.ts). */
-  decodeBatchAndSample?(...args: unknown[]): Promise<unknown>;
-}
-
-function isBinding(value: unknown): value is ContextBinding {
-  const v = value as Partial<ContextBinding> | null;
-  return (
-    v != null &&
-    typeof v.initBatch === "function" &&
-    typeof v.addToBatch === "function" &&
-    typeof v.setThreads === "function" &&
-    typeof v.decodeBatch === "function"
-  );
 }
 
 /** CPU time in milliseconds: the machine's busy time over all its cores, and this process's own. */
@@ -191,72 +169,51 @@ export interface ThreadPolicyOptions {
 }
 
 /**
- * Applies the split to every decode of the context, and the cap for other processes' load when
- * `options.contention` is given. Returns false (and changes nothing) when this node-llama-cpp does not
- * expose its context binding the way this relies on.
+ * The threads of each of the slot loop's decodes: all of them for a batch of several tokens (a prompt, a step
+ * of several sequences, a token with its guesses), the single count for a lone token and for a solo run; both
+ * capped at the cores other processes leave when `options.contention` is given. The loop sets the count just
+ * before each decode (slot-loop.ts).
  */
-export function applyThreadSplit(context: LlamaContext, split: ThreadSplit, options: ThreadPolicyOptions = {}): boolean {
-  const { contention, cores = availableParallelism(), onCapChange } = options;
-  const capped = contention !== undefined && split.batch > 1;
-  if (split.batch === split.single && !capped) return true;
-  const holder = context as unknown as { _ctx?: unknown };
-  const binding = holder._ctx;
-  if (!isBinding(binding)) return false;
-  let tokensInBatch = 0;
-  let lastCap = split.batch;
-  /** The count for the batch about to be decoded: all threads for several tokens, the single count for one. */
-  const setBatchThreads = () => binding.setThreads(threadsFor(tokensInBatch > 1 ? split.batch : split.single));
-  const overrides: Partial<ContextBinding> = {
-    initBatch(size) {
-      tokensInBatch = 0;
-      return binding.initBatch(size);
-    },
-    addToBatch(sequenceId, firstTokenIndex, tokens, logitIndexes) {
-      tokensInBatch += tokens.length;
-      return binding.addToBatch(sequenceId, firstTokenIndex, tokens, logitIndexes);
-    },
-    // node-llama-cpp sets the context's count before each decode; the count for this batch is set last.
-    setThreads() {
-      return undefined;
-    },
-    decodeBatch() {
-      setBatchThreads();
-      return binding.decodeBatch();
-    },
-    ...(typeof binding.decodeBatchAndSample === "function" && {
-      decodeBatchAndSample(...args: unknown[]) {
-        setBatchThreads();
-        return binding.decodeBatchAndSample!(...args);
-      },
-    }),
-    // A solo run decodes one token at a time with the threads set as it starts; it lasts a few dozen
-    // tokens, so the cap is read again as the next one starts.
-    ...(typeof binding.runSolo === "function" && {
-      runSolo(...args: unknown[]) {
-        binding.setThreads(threadsFor(split.single));
-        return binding.runSolo!(...args);
-      },
-    }),
-  };
-  function threadsFor(wanted: number): number {
-    if (!capped) return wanted;
-    const cap = contention.cap(split.batch, cores);
-    if (cap !== lastCap) {
-      onCapChange?.(lastCap, cap, contention.othersBusy());
-      lastCap = cap;
+export class DecodeThreads {
+  private lastCap: number;
+  private readonly capped: boolean;
+  private readonly cores: number;
+
+  private constructor(
+    private readonly split: ThreadSplit,
+    private readonly options: ThreadPolicyOptions,
+  ) {
+    this.capped = options.contention !== undefined && split.batch > 1;
+    this.cores = options.cores ?? availableParallelism();
+    this.lastCap = split.batch;
+  }
+
+  /** The policy for a context, or null where every decode takes the context's own count (nothing to choose). */
+  static for(split: ThreadSplit, options: ThreadPolicyOptions = {}): DecodeThreads | null {
+    const capped = options.contention !== undefined && split.batch > 1;
+    return split.batch === split.single && !capped ? null : new DecodeThreads(split, options);
+  }
+
+  /** The count for a decode of `tokens` tokens. */
+  forBatch(tokens: number): number {
+    return this.capAt(tokens > 1 ? this.split.batch : this.split.single);
+  }
+
+  /**
+   * The count for a solo run (one token at a time, with the threads set as it starts; it lasts a few dozen
+   * tokens, so the cap is read again as the next one starts).
+   */
+  forSolo(): number {
+    return this.capAt(this.split.single);
+  }
+
+  private capAt(wanted: number): number {
+    if (!this.capped) return wanted;
+    const cap = this.options.contention!.cap(this.split.batch, this.cores);
+    if (cap !== this.lastCap) {
+      this.options.onCapChange?.(this.lastCap, cap, this.options.contention!.othersBusy());
+      this.lastCap = cap;
     }
     return Math.min(wanted, cap);
   }
-  const bound = new Map<PropertyKey, unknown>();
-  holder._ctx = new Proxy(binding, {
-    get(target, key) {
-      if (Object.prototype.hasOwnProperty.call(overrides, key)) return overrides[key as keyof ContextBinding];
-      const value = Reflect.get(target, key) as unknown;
-      if (typeof value !== "function") return value;
-      let fn = bound.get(key);
-      if (fn === undefined) bound.set(key, (fn = (value as (...args: unknown[]) => unknown).bind(target)));
-      return fn;
-    },
-  });
-  return true;
 }

@@ -3,9 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LlamaContext } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { applyThreadSplit, CoreContention, libuvPoolThreads, splitThreads, systemCpuClock, usesOpenMp, type CpuClock } from "../../server/engine/thread-policy.js";
+import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, systemCpuClock, usesOpenMp, type CpuClock } from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
@@ -93,72 +92,20 @@ describe("the svc command's pool (bin/libuv-pool.js)", () => {
   });
 });
 
-/** Stands in for node-llama-cpp's context binding: records the thread count each decode ran with. */
-function fakeContext() {
-  const decodedWith: number[] = [];
-  let threads = 0;
-  const binding = {
-    initBatch: (_size: number) => undefined,
-    addToBatch: (_seq: number, _first: number, tokens: Uint32Array, _logits: Uint32Array) => new Uint32Array(tokens.length > 0 ? 1 : 0),
-    setThreads: (n: number) => void (threads = n),
-    getThreads: () => threads,
-    decodeBatch: async () => void decodedWith.push(threads),
-    // `svc engine build`'s binaries: a solo run decodes with the threads set when it starts; a step's
-    // decode and samplings in one job, with the threads set when it is sent.
-    runSolo: (..._args: unknown[]) => void decodedWith.push(threads),
-    decodeBatchAndSample: async (_indexes: Uint32Array, _samplers: unknown[]) => void decodedWith.push(threads),
-  };
-  const context = { _ctx: binding as unknown };
-  /** Drives the binding the way node-llama-cpp's decode loop does. */
-  const decode = async (chunks: number[], contextThreads: number) => {
-    const ctx = context._ctx as typeof binding;
-    ctx.initBatch(chunks.reduce((a, b) => a + b, 0));
-    chunks.forEach((n, seq) => ctx.addToBatch(seq, 0, new Uint32Array(n), new Uint32Array([n - 1])));
-    ctx.setThreads(contextThreads);
-    await ctx.decodeBatch();
-  };
-  return { context: context as unknown as LlamaContext, decode, decodedWith, binding: () => context._ctx as typeof binding };
-}
-
-describe("applyThreadSplit", () => {
-  it("decodes a lone sequence's steps with the single count, prompts and batched steps with all threads", async () => {
-    const fake = fakeContext();
-    expect(applyThreadSplit(fake.context, { batch: 2, single: 1 })).toBe(true);
-    await fake.decode([40], 2); // a prompt
-    await fake.decode([1], 2); // one sequence generating
-    await fake.decode([1, 1, 1, 1], 2); // four generating together
-    await fake.decode([1, 1, 300], 2); // two generating while a third reads its prompt
-    await fake.decode([1], 2); // alone again
-    expect(fake.decodedWith).toEqual([2, 1, 2, 2, 1]);
-    expect(fake.binding().getThreads()).toBe(1);
+describe("DecodeThreads", () => {
+  it("gives a lone token's decode and a solo run the single count, prompts and batched steps all threads", () => {
+    const threads = DecodeThreads.for({ batch: 2, single: 1 })!;
+    // A prompt, one sequence generating, four together, two generating while a third reads its prompt, one
+    // token with its guesses, alone again.
+    expect([40, 1, 4, 302, 3, 1].map((n) => threads.forBatch(n))).toEqual([2, 1, 2, 2, 2, 1]);
+    expect(threads.forSolo()).toBe(1);
   });
 
-  it("sets the same counts for a step's decode and samplings in one job (svc engine build)", async () => {
-    const fake = fakeContext();
-    expect(applyThreadSplit(fake.context, { batch: 2, single: 1 })).toBe(true);
-    const step = async (sequences: number) => {
-      const ctx = fake.binding();
-      ctx.initBatch(sequences);
-      for (let seq = 0; seq < sequences; seq++) ctx.addToBatch(seq, 0, new Uint32Array(1), new Uint32Array([0]));
-      ctx.setThreads(2);
-      await ctx.decodeBatchAndSample(new Uint32Array(sequences), []);
-    };
-    await step(4);
-    await step(1);
-    expect(fake.decodedWith).toEqual([2, 1]);
-  });
-
-  it("leaves the context alone when there is nothing to split", () => {
-    const fake = fakeContext();
-    const before = fake.binding();
-    expect(applyThreadSplit(fake.context, { batch: 1, single: 1 })).toBe(true);
-    expect(fake.binding()).toBe(before);
-  });
-
-  it("reports false and changes nothing when the binding is not the one it knows", () => {
-    const context = { _ctx: { decodeBatch: async () => undefined } };
-    expect(applyThreadSplit(context as unknown as LlamaContext, { batch: 2, single: 1 })).toBe(false);
-    expect(Object.keys(context._ctx)).toEqual(["decodeBatch"]);
+  it("is null where there is nothing to choose: the context's own count for every decode", () => {
+    expect(DecodeThreads.for({ batch: 1, single: 1 })).toBeNull();
+    expect(DecodeThreads.for({ batch: 2, single: 2 })).toBeNull();
+    expect(DecodeThreads.for({ batch: 1, single: 1 }, { contention: new CoreContention() })).toBeNull();
+    expect(DecodeThreads.for({ batch: 2, single: 2 }, { contention: new CoreContention() })).not.toBeNull();
   });
 });
 
@@ -233,50 +180,43 @@ describe("CoreContention", () => {
   });
 });
 
-describe("applyThreadSplit with other processes' load", () => {
-  it("caps every decode's threads while other processes keep cores busy, and says when the cap changes", async () => {
+describe("DecodeThreads with other processes' load", () => {
+  it("caps every decode's threads while other processes keep cores busy, and says when the cap changes", () => {
     const { clock, pass } = fakeClock();
-    const fake = fakeContext();
     const changes: string[] = [];
     const contention = new CoreContention(clock, 250);
-    expect(
-      applyThreadSplit(fake.context, { batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to, others) => changes.push(`${from}->${to} at ${others.toFixed(1)}`) }),
-    ).toBe(true);
-    await fake.decode([1], 2); // first reading: no cap yet
+    const threads = DecodeThreads.for({ batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to, others) => changes.push(`${from}->${to} at ${others.toFixed(1)}`) })!;
+    const decodedWith = [threads.forBatch(1)]; // first reading: no cap yet
     pass(250, 2, 1);
-    await fake.decode([1], 2); // a core busy elsewhere
-    await fake.decode([40], 2); // a prompt batch too
+    decodedWith.push(threads.forBatch(1)); // a core busy elsewhere
+    decodedWith.push(threads.forBatch(40)); // a prompt batch too
     pass(250, 1, 0.1);
-    await fake.decode([1, 1], 2); // free again
-    expect(fake.decodedWith).toEqual([2, 1, 1, 2]);
+    decodedWith.push(threads.forBatch(2)); // free again
+    expect(decodedWith).toEqual([2, 1, 1, 2]);
     expect(changes).toEqual(["2->1 at 1.0", "1->2 at 0.1"]);
   });
 
-  it("starts each solo run with the lone-step threads under the cap, read as it starts", async () => {
+  it("starts each solo run with the lone-step threads under the cap, read as it starts", () => {
     const { clock, pass } = fakeClock();
-    const fake = fakeContext();
     const changes: string[] = [];
     const contention = new CoreContention(clock, 250);
-    applyThreadSplit(fake.context, { batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to) => changes.push(`${from}->${to}`) });
-    const run = () => (fake.binding() as unknown as { runSolo(...args: unknown[]): void }).runSolo(0, 10, new Uint32Array([1]));
-    run(); // first reading: no cap yet
+    const threads = DecodeThreads.for({ batch: 2, single: 2 }, { contention, cores: 2, onCapChange: (from, to) => changes.push(`${from}->${to}`) })!;
+    const decodedWith = [threads.forSolo()]; // first reading: no cap yet
     pass(250, 2, 1);
-    run(); // a core busy elsewhere
+    decodedWith.push(threads.forSolo()); // a core busy elsewhere
     pass(250, 1, 0);
-    await fake.decode([1, 1], 2); // two together, free again
-    expect(fake.decodedWith).toEqual([2, 1, 2]);
+    decodedWith.push(threads.forBatch(2)); // two together, free again
+    expect(decodedWith).toEqual([2, 1, 2]);
     expect(changes).toEqual(["2->1", "1->2"]);
   });
 
-  it("keeps the lone-step split under the cap", async () => {
+  it("keeps the lone-step split under the cap", () => {
     const { clock, pass } = fakeClock();
-    const fake = fakeContext();
     const contention = new CoreContention(clock, 250);
-    applyThreadSplit(fake.context, { batch: 4, single: 3 }, { contention, cores: 4 });
-    await fake.decode([1], 4);
+    const threads = DecodeThreads.for({ batch: 4, single: 3 }, { contention, cores: 4 })!;
+    const decodedWith = [threads.forBatch(1)];
     pass(250, 3, 2);
-    await fake.decode([1], 4);
-    await fake.decode([1, 1], 4);
-    expect(fake.decodedWith).toEqual([3, 2, 2]);
+    decodedWith.push(threads.forBatch(1), threads.forBatch(2));
+    expect(decodedWith).toEqual([3, 2, 2]);
   });
 });
