@@ -54,7 +54,15 @@ export interface GenerationSetup {
 /** Most parallel calls one turn may make; a loop guard, far above what clients send. */
 export const MAX_TOOL_CALLS = 32;
 /** Answer tokens kept back from the reasoning budget when the answer must be complete JSON or a call. */
-export const CONSTRAINED_ANSWER_RESERVE = 512;
+const CONSTRAINED_ANSWER_RESERVE = 512;
+
+/**
+ * The thought's share of a budget of `maxCompletion` tokens: what the request asked for, less the room an
+ * answer that must be JSON or a call keeps (`constrained`). Both engines' paths (and the vision path) use it.
+ */
+export function reasoningBudgetFor(asked: number, maxCompletion: number, constrained: boolean): number {
+  return Math.max(0, Math.min(asked, constrained ? maxCompletion - Math.min(CONSTRAINED_ANSWER_RESERVE, Math.floor(maxCompletion / 2)) : maxCompletion));
+}
 
 type StopKind = EngineOutcome["stopReason"];
 
@@ -68,13 +76,7 @@ export async function* runGeneration(setup: GenerationSetup): AsyncGenerator<Eng
   const constrainedAnswer = grammars.answer !== null || forcedTool !== null;
 
   const maxCompletion = setup.maxCompletionTokens;
-  const reasoningBudget = Math.max(
-    0,
-    Math.min(
-      request.reasoningBudget,
-      constrainedAnswer ? maxCompletion - Math.min(CONSTRAINED_ANSWER_RESERVE, Math.floor(maxCompletion / 2)) : maxCompletion,
-    ),
-  );
+  const reasoningBudget = reasoningBudgetFor(request.reasoningBudget, maxCompletion, constrainedAnswer);
 
   /** Output tokens fed or sampled so far. */
   let completion = 0;

@@ -719,7 +719,8 @@ export class SlotLoop {
           ...aheads.map((ahead) => ({ track: ahead.track, tokens: [ahead.token, ...ahead.draft], feed: null as Feed | null, ahead, samples: true })),
         ].sort((a, b) => a.track.sequence._sequenceId - b.track.sequence._sequenceId);
         const binding = (this.context as unknown as { _ctx: Binding })._ctx;
-        binding.initBatch(entries.reduce((n, e) => n + e.tokens.length, 0));
+        const batchTokens = entries.reduce((n, e) => n + e.tokens.length, 0);
+        binding.initBatch(batchTokens);
         // The logits sampled: a feed's last position; a token decoded ahead with guesses, every position (verify).
         const logits = entries.map((e) => {
           const drafted = e.ahead !== null && e.ahead.draft.length > 0;
@@ -736,7 +737,7 @@ export class SlotLoop {
         let presampled: number[] | null = null;
         try {
           if (presample) for (const e of sampling) configure(e.track);
-          if (this.threads) binding.setThreads(this.threads.forBatch(entries.reduce((n, e) => n + e.tokens.length, 0)));
+          if (this.threads) binding.setThreads(this.threads.forBatch(batchTokens));
           const started = performance.now();
           if (presample) presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
           else await binding.decodeBatch();

@@ -15,7 +15,7 @@
 import type { ChatWrapper, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../../core/errors.js";
 import type { ToolCall, ToolDefinition } from "../../core/inference.js";
-import { CONSTRAINED_ANSWER_RESERVE, isCompleteObject, MAX_TOOL_CALLS, newCallId } from "../generation.js";
+import { isCompleteObject, MAX_TOOL_CALLS, newCallId, reasoningBudgetFor } from "../generation.js";
 import type { ToolGbnf } from "../grammar-cache.js";
 import type { PromptSyntax } from "../prompt.js";
 import { TextTriggerMatcher } from "../text-matcher.js";
@@ -80,7 +80,7 @@ export async function* runVisionGeneration(setup: VisionGenerationSetup): AsyncG
   // completion stops there and a second one continues after the marker (its prefix comes from the KV cache).
   // An answer that must be JSON or a call keeps room for it, as there.
   const budgetFor = (max: number) =>
-    thought ? Math.max(0, Math.min(request.reasoningBudget, max - 1, grammar !== undefined || forcedTool ? max - Math.min(CONSTRAINED_ANSWER_RESERVE, Math.floor(max / 2)) : max)) : 0;
+    thought ? Math.min(reasoningBudgetFor(request.reasoningBudget, max, grammar !== undefined || forcedTool !== null), Math.max(0, max - 1)) : 0;
   let reasoningBudget = budgetFor(maxTokens);
 
   // Free answer text ends at a stop sequence, or where the model starts a call (when it may make one).
