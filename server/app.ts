@@ -193,6 +193,15 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
         threads: status.model?.threads ?? null,
         gpu_layers: status.model?.gpuLayers ?? null,
         kv_cache: status.model?.kvCache ?? null,
+        // The vision process (a model with a projector): where it runs; null for a text-only model.
+        vision: status.model?.vision
+          ? {
+              projector: basename(status.model.vision.projector),
+              devices: status.model.vision.devices,
+              gpu_layers: status.model.vision.gpuLayers,
+              note: status.model.vision.note ?? null,
+            }
+          : null,
         // Why coding agents' requests will not fit, and what would help (null when they fit).
         context_note: status.model?.contextNote ?? null,
         // With --upstream: each inference server, whether it serves now, its slots, and why it is drained.

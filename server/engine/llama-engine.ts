@@ -24,7 +24,7 @@ import { runGeneration } from "./generation.js";
 import { GrammarCache } from "./grammar-cache.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
-import { VisionSlot, type VisionEngine } from "./vision/vision-engine.js";
+import { VisionSlot, visionOffload, type VisionEngine } from "./vision/vision-engine.js";
 import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
 import { longestTokenChars, PromptTooLongError, TokenizeDeadlineError, tokenizeWithin } from "./prompt-tokens.js";
@@ -346,8 +346,11 @@ export class LlamaEngine implements Engine {
 
   /** Loads the model with its projector in the vision process; without it, images take the OCR path. */
   private async startVision(projectorPath: string, log: LlamaEngineOptions["log"]): Promise<void> {
-    this.vision = await VisionSlot.open({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads }, log);
-    this.info.vision = this.vision ? { projector: projectorPath } : null;
+    // The VRAM free now, after the text engine's context (and draft model) took theirs.
+    const gpu = visionOffload(this.gpu.backend === "cpu" ? null : await describeGpu(this.llama), this.info, (await stat(projectorPath)).size);
+    this.vision = await VisionSlot.open({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads, ...(gpu ? { gpu } : {}) }, log);
+    const placement = this.vision?.placement;
+    this.info.vision = placement ? { projector: projectorPath, devices: placement.devices, gpuLayers: gpu && !placement.note ? gpu.layers : 0, ...(placement.note ? { note: placement.note } : {}) } : null;
   }
 
   private visionFor(): Promise<VisionEngine> {

@@ -145,8 +145,12 @@ export interface LoadedModelInfo {
   speculation?: "prompt-lookup" | "draft-model" | "off";
   /** The draft model speculation guesses with (its name and file); null or absent: none. */
   draftModel?: { name: string; path: string } | null;
-  /** The vision projector loaded beside the model (images go to the model); null or absent: text only. */
-  vision?: { projector: string } | null;
+  /**
+   * The vision projector loaded beside the model (images go to the model); null or absent: text only.
+   * devices: where the vision process runs ("CPU", "CUDA0", ...); gpuLayers: the model's layers it offloaded;
+   * note: why it is not on the GPU the text engine uses.
+   */
+  vision?: { projector: string; devices: string[]; gpuLayers: number; note?: string } | null;
 }
 
 export type EngineState = "no_model" | "loading" | "ready" | "error";

@@ -124,6 +124,21 @@ export function imageInputFor(model: ImageInput, request: Pick<InferenceRequest,
   return model;
 }
 
+/**
+ * Token probabilities need the model's logits, and the vision engine (llama.node) reports none before its
+ * sampler has cut them down (greedy leaves one token at 1.0): a request that asks for logprobs while the
+ * model reads its images is refused rather than answered with an empty list (docs/api.md, "Images").
+ */
+export function checkVisionLogprobs(request: Pick<InferenceRequest, "logprobs" | "surface">, images: ImageInput, resolved: CanonicalMessage[]): void {
+  if (!request.logprobs || images !== "vision" || countImages(resolved) === 0) return;
+  const param = request.surface === "responses" ? "include" : "logprobs";
+  throw new AppError(
+    "invalid_request",
+    `Token probabilities are not available when the model reads images itself: its vision engine reports none. Send the request without ${param === "include" ? '"message.output_text.logprobs" in include' : "logprobs"}, or without the images.`,
+    { code: "logprobs_unavailable", param },
+  );
+}
+
 /** An image part kept as an image, its bytes the scaled PNG or JPEG the vision encoder reads. */
 export async function imageForModel(part: Extract<ContentPart, { type: "image" }>, resolver: ContentResolver, caller: CallerContext, param: string): Promise<ContentPart> {
   let source: Parameters<Ingest["imageForModel"]>[0] = part.source;

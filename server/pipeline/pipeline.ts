@@ -16,7 +16,7 @@ import { UnsupportedSchemaError } from "../engine/json-schema-grammar.js";
 import { sharedSchemaChecks, type SchemaChecks } from "./schema-checks.js";
 import type { CacheBreakpoint, EngineEvent, EngineOutcome, EngineRequest, LoadedModelInfo } from "../engine/types.js";
 import { sharedIngest, type Ingest } from "../ingest/ingest.js";
-import { countImages, imageInputFor, imageInputOf, resolveContent, type CallerContext, type ContentResolver, type FileResolver } from "./content.js";
+import { checkVisionLogprobs, countImages, imageInputFor, imageInputOf, resolveContent, type CallerContext, type ContentResolver, type FileResolver } from "./content.js";
 
 export { countImages, imageInputFor, imageInputOf, resolveContent, type CallerContext, type ContentResolver, type FileResolver, type ImageInput } from "./content.js";
 import { assessComplexity, planComplexity, type ComplexityPlan } from "./complexity.js";
@@ -108,6 +108,7 @@ export class InferencePipeline {
     const engine = this.host.engine();
     const images = imageInputFor(imageInputOf(engine), request, options.imageInput === "vision");
     let resolved: InferenceRequest = { ...request, messages: await resolveContent(request.messages, this.content, { accountId: options.accountId }, images) };
+    checkVisionLogprobs(request, images, resolved.messages);
     if (request.truncation === "auto") resolved = { ...resolved, messages: await fitToContext(engine, resolved, toEngineRequest) };
     // A prompt whose text cannot fit is refused before it is rendered, tokenized or queued.
     checkPromptFits(resolved.messages, engine.status().model);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyVisionProjector, TINY_VISION_IMAGE_TOKENS } from "../../resources/test-model/tiny-vision.js";
+import { createRequire } from "node:module";
 import { VisionEngine, VisionSlot } from "../../server/engine/vision/vision-engine.js";
 import { VISION_MEDIA_MARKER } from "../../server/engine/vision/vision-protocol.js";
 
@@ -80,5 +81,29 @@ describe("the tiny vision projector", () => {
     expect((await second.tokenize(`a ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).imageTokens).toEqual([TINY_VISION_IMAGE_TOKENS]);
     slot.close();
     expect(await VisionSlot.open({ modelPath: inject("tinyModelPath"), projectorPath: inject("tinyModelPath"), contextSize: 512, threads: 1 })).toBeNull();
+  });
+
+  it("runs on the CPU where the text engine does; asked for a GPU whose llama.node build does not load here, on the CPU and says why", async () => {
+    expect(engine.placement).toEqual({ devices: ["CPU"] });
+    const llamaNode = createRequire(import.meta.url)("@fugood/llama.node") as { isLibVariantAvailable(variant: string): Promise<boolean> };
+    for (const backend of ["cuda", "vulkan"] as const) {
+      const lines: string[] = [];
+      const slot = (await VisionSlot.open(
+        { modelPath: inject("tinyModelPath"), projectorPath: join(dir, "mmproj.gguf"), contextSize: 512, threads: 1, gpu: { backend, layers: 99 } },
+        (_level, message) => lines.push(message),
+      ))!;
+      const vision = await slot.engine();
+      if (await llamaNode.isLibVariantAvailable(backend)) {
+        // A machine with the GPU runtime: the layers and the projector are on its device.
+        expect(slot.placement.note).toBeUndefined();
+        expect(slot.placement.devices.join(",")).not.toBe("CPU");
+        expect(lines.join("\n")).toMatch(/in the vision process on .+ with 99 layers of the model/);
+      } else {
+        expect(slot.placement).toEqual({ devices: ["CPU"], note: `llama.node's ${backend} build does not load on this machine` });
+        expect(lines.join("\n")).toContain(`in the vision process on the CPU (llama.node's ${backend} build does not load on this machine)`);
+      }
+      expect((await vision.tokenize(`a ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).imageTokens).toEqual([TINY_VISION_IMAGE_TOKENS]);
+      slot.close();
+    }
   });
 });

@@ -190,6 +190,26 @@ describe("Chat", () => {
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.APIError>).param).toBe("messages[0].content[0].image_url");
   });
+
+  it("logprobs with an image the model reads: a clear 400 (Chat and Responses), never an empty list; without the image they are served", async () => {
+    const image: OpenAI.Chat.ChatCompletionContentPart = { type: "image_url", image_url: { url: dataUrl } };
+    const err = await chat([{ type: "text", text: question }, image], { logprobs: true, top_logprobs: 2 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("logprobs_unavailable");
+    expect((err as InstanceType<typeof OpenAI.APIError>).param).toBe("logprobs");
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toMatch(/vision engine reports none/);
+    const responsesErr = await client.responses
+      .create({ model: "svc", max_output_tokens: 8, include: ["message.output_text.logprobs"], input: [{ role: "user", content: [{ type: "input_text", text: question }, { type: "input_image", image_url: dataUrl, detail: "auto" }] }] })
+      .catch((e: unknown) => e);
+    expect(responsesErr).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((responsesErr as InstanceType<typeof OpenAI.APIError>).code).toBe("logprobs_unavailable");
+    expect((responsesErr as InstanceType<typeof OpenAI.APIError>).param).toBe("include");
+    // The same model serves them for text, and the image without them.
+    const text = await chat([{ type: "text", text: question }], { logprobs: true, top_logprobs: 2 });
+    expect(text.choices[0]!.logprobs!.content!.length).toBeGreaterThan(0);
+    const plain = await chat([{ type: "text", text: question }, image]);
+    expect(plain.choices[0]!.logprobs).toBeNull();
+  });
 });
 
 describe("tokens and limits", () => {
@@ -362,6 +382,10 @@ describe("a text-only model", () => {
     expect(await textClient.models.retrieve("svc-preview")).toMatchObject({ id: "svc-preview", svc_image_input: "ocr" });
     const [listed] = (await client.models.list()).data;
     expect(listed).toMatchObject({ multimodal: true, svc_image_input: "vision" });
+    // /health says where the vision process runs: here, as the text engine, on the CPU.
+    const health = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { model: { vision: unknown } }).model.vision;
+    expect(await health(server.url)).toEqual({ projector: "tiny-vision.mmproj.gguf", devices: ["CPU"], gpu_layers: 0, note: null });
+    expect(await health(textOnly.url)).toBeNull();
   });
 
   it("reads images with OCR and says so in svc_trace and the file object; the vision model's file object says vision", async () => {

@@ -32,9 +32,12 @@ interface LlamaContext {
   completion(options: Record<string, unknown>, callback: (token: { token: string }) => void): Promise<CompletionResult>;
   stopCompletion(): void;
   release(): Promise<void>;
+  getUsedDevices(): string[];
 }
 interface LlamaModule {
   loadModel(options: Record<string, unknown>): Promise<LlamaContext>;
+  /** Whether llama.node's build for a GPU backend loads here (its package installed, its runtime present). */
+  isLibVariantAvailable(variant: "cuda" | "vulkan"): Promise<boolean>;
 }
 
 const require = createRequire(import.meta.url);
@@ -77,18 +80,29 @@ function serially<T>(work: () => Promise<T>): Promise<T> {
 async function load(options: VisionLoadOptions): Promise<void> {
   try {
     const llama = require("@fugood/llama.node") as LlamaModule;
+    // llama.node's GPU builds are packages of their own (npm installs those of this platform); one that does
+    // not load here (no CUDA runtime, no Vulkan driver) leaves the vision process on the CPU, and says so.
+    let gpu = options.gpu;
+    let note: string | undefined;
+    if (gpu && gpu.backend !== "metal" && !(await llama.isLibVariantAvailable(gpu.backend))) {
+      note = `llama.node's ${gpu.backend} build does not load on this machine`;
+      gpu = undefined;
+    }
     context = await llama.loadModel({
       model: options.modelPath,
       n_ctx: options.contextSize,
       n_threads: options.threads,
-      n_gpu_layers: options.gpu ? 99 : 0,
+      lib_variant: gpu && gpu.backend !== "metal" ? gpu.backend : "default",
+      n_gpu_layers: gpu ? gpu.layers : 0,
       n_parallel: 1,
       use_mmap: true,
     });
-    const ok = await context.initMultimodal({ path: options.projectorPath, use_gpu: options.gpu === true });
+    const ok = await context.initMultimodal({ path: options.projectorPath, use_gpu: gpu !== undefined });
     if (!ok) throw new Error(`the projector ${options.projectorPath} could not be loaded for this model`);
     const support = await context.getMultimodalSupport();
-    send({ type: "loaded", imageSupport: support.vision });
+    // llama.node names the GPU devices it uses, none on the CPU.
+    const devices = context.getUsedDevices();
+    send({ type: "loaded", imageSupport: support.vision, devices: devices.length > 0 ? devices : ["CPU"], ...(note ? { note } : {}) });
   } catch (err) {
     send({ type: "load_failed", message: (err as Error)?.message ?? String(err) });
   }

@@ -8,7 +8,8 @@ import { basename } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { AppError } from "../../core/errors.js";
-import type { FromVision, VisionCompletion, VisionLoadOptions, VisionMedia, VisionResult } from "./vision-protocol.js";
+import type { GpuInfo } from "../types.js";
+import type { FromVision, VisionCompletion, VisionGpu, VisionLoadOptions, VisionMedia, VisionResult } from "./vision-protocol.js";
 
 type Item =
   | { kind: "prompt"; promptTokens: number; cachedTokens: number; imageTokens: number[]; maxTokens: number }
@@ -44,6 +45,9 @@ export class VisionEngine {
   private nextId = 1;
   private dead: Error | null = null;
 
+  /** Where the vision process runs: llama.cpp's device names ("CPU", "CUDA0", ...), and why not on the GPU asked for. */
+  placement: { devices: string[]; note?: string } = { devices: [] };
+
   private constructor(private readonly child: ChildProcess) {}
 
   static start(options: VisionLoadOptions): Promise<VisionEngine> {
@@ -60,6 +64,7 @@ export class VisionEngine {
         const message = raw as FromVision;
         if (message.type === "loaded") {
           loaded = true;
+          engine.placement = { devices: message.devices, ...(message.note ? { note: message.note } : {}) };
           if (!message.imageSupport) {
             child.kill("SIGKILL");
             reject(new Error(`the projector ${options.projectorPath} does not read images`));
@@ -173,12 +178,19 @@ export class VisionSlot {
     const started = performance.now();
     try {
       const engine = await VisionEngine.start(options);
-      log?.("info", `Vision: the projector ${basename(options.projectorPath)} is loaded in the vision process (${Math.round(performance.now() - started)} ms); images go to the model.`);
+      const { devices, note } = engine.placement;
+      const where = options.gpu && !note ? `on ${devices.join(", ")} with ${options.gpu.layers} layers of the model` : `on the CPU${note ? ` (${note})` : ""}`;
+      log?.("info", `Vision: the projector ${basename(options.projectorPath)} is loaded in the vision process ${where} (${Math.round(performance.now() - started)} ms); images go to the model.`);
       return new VisionSlot(options, engine);
     } catch (err) {
       log?.("warn", `Vision: the projector ${options.projectorPath} could not be loaded (${(err as Error).message}); images are read with OCR.`);
       return null;
     }
+  }
+
+  /** Where the vision process runs now (placement of VisionEngine). */
+  get placement(): VisionEngine["placement"] {
+    return this.current.placement;
   }
 
   async engine(): Promise<VisionEngine> {
@@ -195,6 +207,30 @@ export class VisionSlot {
   close(): void {
     this.current.close();
   }
+}
+
+/** VRAM the vision process needs beside the layers it offloads: its KV cache and compute buffers. */
+export const VISION_VRAM_RESERVE = 1024 ** 3;
+
+/**
+ * Where the vision process runs (docs/architecture.md, "Vision"). Where the text engine runs on a GPU, there
+ * too, with its projector and as many of the model's layers as the text engine offloaded and the VRAM left
+ * after the text engine's load holds (less VISION_VRAM_RESERVE and twice the projector): the weights are a
+ * second copy in VRAM, where on the CPU both processes map the same file. Where the text engine runs on the
+ * CPU, or no VRAM is left, on the CPU (absent).
+ */
+export function visionOffload(
+  gpu: Pick<GpuInfo, "backend" | "vramFreeBytes"> | null,
+  model: { gpuLayers?: number; totalLayers?: number; sizeBytes: number },
+  projectorBytes: number,
+): VisionGpu | undefined {
+  const offloaded = model.gpuLayers ?? 0;
+  if (!gpu || gpu.backend === "cpu" || offloaded <= 0) return undefined;
+  const spare = gpu.vramFreeBytes - VISION_VRAM_RESERVE - 2 * projectorBytes;
+  if (spare <= 0) return undefined;
+  // The file's bytes shared by its layers, the embeddings and the output counted as one more.
+  const perLayer = model.sizeBytes / ((model.totalLayers ?? offloaded) + 1);
+  return { backend: gpu.backend, layers: Math.min(offloaded, Math.floor(spare / perLayer)) };
 }
 
 function visionError(message: string): AppError {

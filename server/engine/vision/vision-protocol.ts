@@ -7,8 +7,15 @@ export interface VisionLoadOptions {
   projectorPath: string;
   contextSize: number;
   threads: number;
-  /** Offload to the GPU where the binaries have one (default false: the text engine owns the GPU). */
-  gpu?: boolean;
+  /** On a GPU (vision-gpu.ts chooses, beside the text engine): absent, the CPU. */
+  gpu?: VisionGpu;
+}
+
+export interface VisionGpu {
+  /** The text engine's GPU backend: llama.node's cuda or vulkan build; Metal is in its default macOS build. */
+  backend: "cuda" | "vulkan" | "metal";
+  /** The language model's layers to offload; the projector (the image encoder) goes to the GPU with them. */
+  layers: number;
 }
 
 /** An image as the vision process gets it: a data: URL of the normalised PNG or JPEG. */
@@ -50,7 +57,8 @@ export interface VisionResult {
 }
 
 export type FromVision =
-  | { type: "loaded"; imageSupport: boolean }
+  /** devices: where the model runs (llama.cpp's names: "CPU", "CUDA0", ...); note: why not on the GPU asked for. */
+  | { type: "loaded"; imageSupport: boolean; devices: string[]; note?: string }
   | { type: "load_failed"; message: string }
   | { type: "tokens"; id: number; tokens: number; imageTokens: number[] }
   /** Sent before the prompt is read: its tokens, those the KV cache holds already, each image's share, and the most it will generate. */
