@@ -32,7 +32,8 @@ import { buildVocab, llamaMetadata, mulberry32, type TinyVocab } from "../resour
 import { denseLayers, PEER_MODEL } from "./peer-model.js";
 
 export const ECHO_MODEL = { ...PEER_MODEL, seed: 44 } as const;
-export type EchoModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number };
+/** `weights`: how the blocks' matrices are stored, F32 (the default) or Q8_0 (the embedding and output stay F32). */
+export type EchoModelShape = { nEmbd: number; nLayers: number; nHead: number; nFf: number; contextLength: number; seed: number; weights?: "f32" | "q8_0" };
 
 /** RMS of the token embedding; the 16 blocks add a few units (RMS) to it, whatever its size. */
 const EMBEDDING_RMS = 300;
@@ -189,7 +190,9 @@ export function buildEchoModel(shape: EchoModelShape = ECHO_MODEL): Buffer {
     { name: "output_norm.weight", dims: [nEmbd], data: ones(nEmbd) },
     { name: "output.weight", dims: [nEmbd, nVocab], data: output },
   ];
-  tensors.push(...denseLayers(nLayers, nEmbd, nFf, dense));
+  // Q8_0 blocks: the chain stands (the embedding dominates what the blocks add), the matrices cost what a
+  // quantized model's do.
+  tensors.push(...denseLayers(nLayers, nEmbd, nFf, dense).map((t) => (shape.weights === "q8_0" && t.dims.length === 2 ? { ...t, type: "q8_0" as const } : t)));
 
   const metadata = llamaMetadata({
     name: "svc spec bench echo model",

@@ -33,7 +33,7 @@
 // Usage: npm run bench:spec [-- --threads 1,2] [--rounds N (3)] [--tokens N (128)] [--sequences N (4)]
 //                             [--workloads echo,norepeat,peer] [--warmup-streams N (1)] [--json OUT.json]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--peer-spec "LLAMA-SERVER OPTIONS"]
-//                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer]
+//                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0]
 // Not part of `npm test`. Builds llama-server the first time as bench:peer does (cached in .cache/peer).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -45,7 +45,7 @@ import { chooseThreads } from "../server/engine/resource-plan.js";
 import { freePort, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
-import { ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
+import { ECHO_MODEL, ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
 
 const { values } = parseArgs({
   options: {
@@ -67,6 +67,8 @@ const { values } = parseArgs({
     "peer-off": { type: "boolean", default: false },
     /** svc only: no llama-server. */
     "no-peer": { type: "boolean", default: false },
+    /** The echo model's block matrices: f32 (default) or q8_0 (a quantized model's costs). */
+    weights: { type: "string", default: "f32" },
   },
 });
 const rounds = Number(values.rounds);
@@ -486,7 +488,8 @@ function report(groups: GroupResult[]): string {
 }
 
 const binary = values["no-peer"] ? "" : (values["llama-server"] ?? ensureLlamaServer(log));
-const echoModel = ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf"));
+if (values.weights !== "f32" && values.weights !== "q8_0") throw new Error(`--weights takes f32 or q8_0, not ${values.weights}`);
+const echoModel = values.weights === "q8_0" ? ensureEchoModel(join(ROOT, ".cache", "spec", "echo-q8_0.gguf"), { ...ECHO_MODEL, weights: "q8_0" }) : ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf"));
 const peerModel = workloads.includes("peer") ? ensurePeerModel(join(PEER_CACHE, "model.gguf")) : "";
 const draftPair = workloads.includes("draft")
   ? {

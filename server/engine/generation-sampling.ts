@@ -7,6 +7,7 @@ import type { ToolDefinition } from "../core/inference.js";
 import type { PromptSyntax } from "./prompt.js";
 import { metadataFor, type TokenMetadata } from "./token-probabilities.js";
 import type { EngineRequest } from "./types.js";
+import type { LookaheadBias } from "./speculation.js";
 import { Utf8State, Utf8TokenGuard } from "./utf8-guard.js";
 
 export interface CompiledGrammars {
@@ -133,19 +134,25 @@ export class PhaseSampling {
     return bias;
   }
 
-  /** The bias of a grammar phase, read per token: the phase's bans and what the bytes so far rule out. */
-  private guardedBias(base: Set<Token>, key: string): () => TokenBias {
-    return () => {
-      const id = `${key}:${this.utf8State}`;
+  /**
+   * The bias of a grammar phase, read per token: the phase's bans and what the bytes so far rule out; `after`
+   * reads it for tokens a guess proposes that the generation has not taken yet (speculation.ts).
+   */
+  private guardedBias(base: Set<Token>, key: string): LookaheadBias {
+    const at = (state: Utf8State): TokenBias => {
+      const id = `${key}:${state}`;
       let bias = this.guardedBiases.get(id);
       if (bias === undefined) {
         bias = new TokenBias(this.model.tokenizer);
         for (const t of base) bias.set(t, "never");
-        for (const t of this.guard!.banned(this.utf8State)) bias.set(t, "never");
+        for (const t of this.guard!.banned(state)) bias.set(t, "never");
         this.guardedBiases.set(id, bias);
       }
       return bias;
     };
+    return Object.assign(() => at(this.utf8State), {
+      after: (pending: readonly Token[]) => at(pending.reduce((state, token) => this.guard!.next(state, token), this.utf8State)),
+    });
   }
 }
 

@@ -42,7 +42,7 @@ import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
-import { Guesser } from "./speculation.js";
+import { Guesser, isLookaheadBias } from "./speculation.js";
 import type { DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
@@ -269,6 +269,24 @@ function samplesAhead(options: SequenceEvaluateOptions, metadata: TokenMetadata)
 }
 
 /**
+ * Whether a guessed position is sampled exactly as the token-by-token path would sample it, so that the
+ * evaluation may take guesses: nothing reported with a token (probabilities), no repeat penalties (they read
+ * the tokens the generation has taken in, which a verification runs ahead of), and a bias function only
+ * where it can be read for the guesses before the position (a LookaheadBias). A grammar's state needs
+ * nothing: the binding's sampling takes each sampled token into it, and a verification samples each position
+ * in order up to the first guess refused, as the token-by-token path would.
+ */
+function takesGuesses(options: SequenceEvaluateOptions, metadata: TokenMetadata): boolean {
+  return (
+    !options.repeatPenalty &&
+    !options.dryRepeatPenalty &&
+    (typeof options.tokenBias !== "function" || isLookaheadBias(options.tokenBias)) &&
+    !metadata.probabilities &&
+    !metadata.confidence
+  );
+}
+
+/**
  * Applies the track's sampler settings before a sampling: every time where they change from token to token
  * (repeat penalties read the tokens taken in, a grammar's state), once where they do not. Resolving and
  * applying them cost 40 to 50 µs a sequence in a step of four (a sixth of the JavaScript between two decodes).
@@ -277,6 +295,13 @@ function configure(track: Track): void {
   if (track.fixed && track.configured) return;
   track.sampler!.applyConfig(track.sequence._resolveSamplerConfig(track.options));
   track.configured = true;
+}
+
+/** A guessed position's settings where they change from token to token: the bias once the guesses before it are taken. */
+function configureAfter(track: Track, pending: readonly Token[]): void {
+  if (track.fixed) return;
+  const bias = track.options.tokenBias;
+  track.sampler!.applyConfig(track.sequence._resolveSamplerConfig(isLookaheadBias(bias) ? { ...track.options, tokenBias: bias.after(pending) } : track.options));
 }
 
 /** What the binding's sampling returns, as the generation reads it (node-llama-cpp's `evaluateWithMetadata` shape). */
@@ -406,9 +431,8 @@ export class SlotLoop {
       fixed,
       configured: false,
       accepted: [],
-      // A guessed position is sampled as the token-by-token path would sample it only where the settings are
-      // the same for every token and nothing is reported with one (no grammar, penalties or probabilities).
-      guesser: this.paths.speculation && fixed ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction)) : null,
+      // Guesses only where a guessed position is sampled as the token-by-token path would sample it.
+      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction)) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -883,6 +907,7 @@ export class SlotLoop {
   private async verify(binding: Binding, track: Track, draft: Token[], positions: Uint32Array): Promise<SampledToken[]> {
     const out: SampledToken[] = [];
     for (let i = 0; i <= draft.length; i++) {
+      if (i > 0) configureAfter(track, draft.slice(0, i));
       const result = await binding.sampleToken(positions[i]!, track.sampler);
       const token = (typeof result === "number" ? result : result[0]) as Token;
       if (token === -1) {
@@ -934,7 +959,7 @@ export class SlotLoop {
     const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room), this.live) ?? [];
     const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
-    if (Array.isArray(guessed) && draft.length === 0 && track.guesser !== null && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
+    if (Array.isArray(guessed) && draft.length === 0 && track.guesser !== null && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {

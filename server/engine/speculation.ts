@@ -2,16 +2,19 @@
 // sampled token, how far a step guesses, and how guessing backs off. The loop (slot-loop.ts) decodes the
 // guesses with the token, checks them (`verify`) and reports back here what it kept (`checked`); everything
 // about whether a guess is worth a position of the batch lives in this file, nothing about the batch.
-import type { Token } from "node-llama-cpp";
+import type { SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
 import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
 
 /**
  * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
- * shared among the evaluations on the loop (8 each for one or two, 4 each for four), so that the steps of
- * several streams do not grow into a prompt's batch.
+ * shared among the evaluations on the loop (prompt lookup's 8 each for up to four; a draft model's 16 for
+ * one or two, 8 each for four), so that the steps of several streams do not grow into a prompt's batch. The
+ * step then keeps what its measured costs say is worth it (step-costs.ts): on bench:spec's echo model four
+ * streams chose 7 to 9 tokens each, 0.86 tokens a millisecond against 0.63 to 0.83 for the 5 each that a
+ * share of 16 allowed (docs/performance.md section 33).
  */
-export const SPECULATION_BATCH_GUESSES = 16;
+export const SPECULATION_BATCH_GUESSES = 32;
 /**
  * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
  * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
@@ -43,6 +46,18 @@ export function guessLength(keepRate: number, live: number): number {
   if (keepRate >= 1) return Number.MAX_SAFE_INTEGER;
   if (keepRate <= threshold) return 0;
   return Math.floor(Math.log(threshold) / Math.log(keepRate));
+}
+
+/**
+ * A token bias read per token (node-llama-cpp calls it before each sampling) that can also say what it will
+ * be once tokens the generation has not taken yet are taken (`after`): a grammar phase's UTF-8 guard
+ * (generation-sampling.ts), whose bans follow the bytes written so far. With it, a guessed position is
+ * sampled with the bias the token-by-token path would have then, so grammar phases can take guesses.
+ */
+export type LookaheadBias = (() => TokenBias) & { after(pending: readonly Token[]): TokenBias };
+
+export function isLookaheadBias(bias: SequenceEvaluateOptions["tokenBias"]): bias is LookaheadBias {
+  return typeof bias === "function" && typeof (bias as Partial<LookaheadBias>).after === "function";
 }
 
 /** A draft model's guesses for one step, at most (llama-server's --draft-max default). */

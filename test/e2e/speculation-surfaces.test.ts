@@ -196,6 +196,34 @@ describe("Chat Completions with speculation on and off", () => {
     }
   });
 
+  it("grammar phases take guesses too: structured output and a tool call's arguments that repeat the conversation come from guesses, the same as without", async () => {
+    // (Strings bounded: this model never ends one of its own.)
+    const schema = { type: "object", properties: { a: { type: "string", maxLength: 30 }, b: { type: "string", maxLength: 30 } }, required: ["a", "b"], additionalProperties: false };
+    const response_format = { type: "json_schema" as const, json_schema: { name: "x", strict: true, schema } };
+    const first = await off.openai.chat.completions.create({ model: "svc", messages: echo, temperature: 0, reasoning_effort: "none", response_format });
+    const json = first.choices[0]!.message.content!;
+    expect(Object.keys(JSON.parse(json) as object)).toEqual(["a", "b"]);
+    // The same question again, the first answer in the conversation: every token after the first few is guessed right.
+    const again = [echo[0]!, { role: "assistant" as const, content: json }, echo[2]!];
+    const r = await both({ model: "svc", messages: again, temperature: 0, reasoning_effort: "none", response_format });
+    expect(comparable(r.on)).toEqual(comparable(r.off));
+    expect(r.on.choices[0]!.message.content).toBe(json);
+    expect(r.on.usage!.completion_tokens_details!.accepted_prediction_tokens).toBeGreaterThanOrEqual(r.on.usage!.completion_tokens / 2);
+    // Sampled (seeded) under the grammar: a guess is kept only where the draw agrees; the same answer.
+    const seeded = await both({ model: "svc", messages: again, temperature: 1.2, seed: 11, reasoning_effort: "none", response_format });
+    expect(comparable(seeded.on)).toEqual(comparable(seeded.off));
+
+    // A forced call whose arguments the request predicts (Predicted Outputs): the arguments come from guesses.
+    const note = { type: "function" as const, function: { name: "save_note", parameters: { type: "object", properties: { text: { type: "string", maxLength: 40 } }, required: ["text"] } } };
+    const forced = { model: "svc", messages: echo, temperature: 0, tools: [note], tool_choice: { type: "function" as const, function: { name: "save_note" } } };
+    const call = await off.openai.chat.completions.create(forced);
+    const args = (call.choices[0]!.message.tool_calls![0] as { function: { arguments: string } }).function.arguments;
+    const predicted = await both({ ...forced, prediction: { type: "content", content: args } });
+    expect(comparable(predicted.on)).toEqual(comparable(predicted.off));
+    expect((predicted.on.choices[0]!.message.tool_calls![0] as { function: { arguments: string } }).function.arguments).toBe(args);
+    expect(predicted.on.usage!.completion_tokens_details!.accepted_prediction_tokens).toBeGreaterThan(args.length / 4);
+  });
+
   it("svc_trace reports the guesses (glassbox without scoring), and /health sums them", async () => {
     const res = (await on.openai.chat.completions.create({ model: "svc", messages: echo, temperature: 0, reasoning_effort: "none", glassbox: { confidence: false } } as ChatBody)) as unknown as {
       svc_trace: { speculation: { drafted_tokens: number; accepted_tokens: number } };

@@ -162,7 +162,7 @@ describe("speculation (prompt lookup) in the slot loop", () => {
     const guessed = (e: { tokens: number; logits: number }) => e.tokens > 1 && e.logits === e.tokens;
     // Some batch carried a sequence's guesses beside the other's step.
     expect(batches.some((b) => b.length === 2 && b.some(guessed) && b.some((e) => e.tokens === 1))).toBe(true);
-    // At most 8 guesses with a token (PROMPT_LOOKUP_DEFAULTS.maxDraft; SPECULATION_BATCH_GUESSES shared by two).
+    // At most 8 guesses with a token (PROMPT_LOOKUP_DEFAULTS.maxDraft, within two's share of SPECULATION_BATCH_GUESSES).
     expect(batches.flat().filter(guessed).every((e) => e.tokens <= 9)).toBe(true);
   });
 

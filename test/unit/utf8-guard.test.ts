@@ -4,6 +4,10 @@
 import { describe, expect, inject, it } from "vitest";
 import { getLlama, type Token } from "node-llama-cpp";
 import { UTF8_INVALID, Utf8State, Utf8TokenGuard, irregularTokens, walkUtf8 } from "../../server/engine/utf8-guard.js";
+import { PhaseSampling } from "../../server/engine/generation-sampling.js";
+import type { PromptSyntax } from "../../server/engine/prompt.js";
+import { isLookaheadBias } from "../../server/engine/speculation.js";
+import type { EngineRequest } from "../../server/engine/types.js";
 import { buildVocab, mulberry32 } from "../../resources/test-model/tiny-model.js";
 
 const fatal = new TextDecoder("utf-8", { fatal: true });
@@ -101,6 +105,38 @@ describe("irregularTokens on the tiny model", () => {
       for (let b = 0x80; b <= 0xff; b++) expected.set(vocab.id(`<0x${b.toString(16).toUpperCase()}>`), b);
       expect(found.size).toBe(128);
       for (const [token, bytes] of found) expect([...(bytes ?? [])], `token ${token}`).toEqual([expected.get(token)]);
+    } finally {
+      await model.dispose();
+    }
+  });
+});
+
+describe("a grammar phase's bias read ahead (speculation's guesses, LookaheadBias)", () => {
+  it("after(pending) is the bias the phase reads once the pending tokens are sampled, and the state stays where it was", async () => {
+    const llama = await getLlama({ gpu: false });
+    const model = await llama.loadModel({ modelPath: inject("tinyModelPath") });
+    try {
+      const grammar = await llama.createGrammarForJsonSchema({ type: "string" });
+      const sampling = new PhaseSampling(model, {} as PromptSyntax, { sampling: { temperature: 0 } } as EngineRequest, { answer: grammar, toolNames: null, toolArguments: new Map() }, false);
+      const phase = { kind: "answer" } as const;
+      const bias = sampling.optionsFor(phase, sampling.constraintsFor(phase)).tokenBias;
+      if (!isLookaheadBias(bias)) throw new Error("a grammar phase's bias reads ahead");
+      const vocab = buildVocab();
+      const [e2, x82, xac] = ["<0xE2>", "<0x82>", "<0xAC>"].map((t) => vocab.id(t) as Token) as [Token, Token, Token];
+      const atBoundary = bias();
+      // € is E2 82 AC: after E2 a continuation byte must come; read ahead, the phase has not moved.
+      const afterE2 = bias.after([e2]);
+      expect(afterE2).not.toBe(atBoundary);
+      expect(bias.after([e2, x82, xac])).toBe(atBoundary);
+      expect(bias()).toBe(atBoundary);
+      sampling.sampled(e2);
+      expect(bias()).toBe(afterE2);
+      const afterE282 = bias.after([x82]);
+      expect(afterE282).not.toBe(atBoundary);
+      sampling.sampled(x82);
+      expect(bias()).toBe(afterE282);
+      sampling.sampled(xac);
+      expect(bias()).toBe(atBoundary);
     } finally {
       await model.dispose();
     }
