@@ -6,6 +6,10 @@
 //             the prompt. First one answer of --tokens tokens is asked for (text A); each measured request is
 //             then "rewrite this file with one change" quoting A, and its answer is A again: prompt lookup can
 //             draft all of it (acceptance high by construction). Goals: on ÷ off ≥ 1.8, on ÷ llama-server ≥ 1.0.
+//   tool      the echo request with a forced call to write_file({content}): the call's arguments (a grammar
+//             phase) hold the quoted file again: the file is what a first forced call wrote into its
+//             `content` (the model's chain from the string's opening quote, JSON escapes as written). Shows
+//             speculation under a grammar; svc's answers on and off must agree (no chain to match: JSON).
 //   norepeat  the same model with a prompt that does not hold its chain: an answer shorter than the chain's
 //             period (169 tokens) never repeats itself or the prompt, so nothing drafted can be accepted.
 //             Goal: on ÷ off ≥ 0.97 (what speculation costs when it cannot help).
@@ -80,15 +84,16 @@ const peerSpec = values["peer-spec"]!.split(/\s+/).filter(Boolean);
 const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-type Workload = "echo" | "norepeat" | "peer" | "draft";
+type Workload = "echo" | "tool" | "norepeat" | "peer" | "draft";
 const WORKLOADS: Record<Workload, string> = {
   echo: "echo (rewrite a quoted file)",
+  tool: "tool call (write the quoted file back)",
   norepeat: "nothing to repeat",
   peer: "peer model (loops)",
   draft: "draft model (5x cheaper, same text)",
 };
 const workloads = values.workloads!.split(",").map((s) => s.trim()) as Workload[];
-for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, norepeat, peer and draft, not ${w}`);
+for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, tool, norepeat, peer and draft, not ${w}`);
 if (workloads.includes("norepeat") && tokens >= ECHO_PERIOD)
   log(`note: --tokens ${tokens} is not under the echo model's period (${ECHO_PERIOD}): the norepeat answers repeat themselves after ${ECHO_PERIOD} tokens`);
 
@@ -197,8 +202,8 @@ interface Answer {
 type Messages = Array<{ role: string; content: string }>;
 
 /** A greedy streamed chat answer of max_tokens tokens: its text, when its first text came, and its usage. */
-function streamChat(target: Target, messages: Messages, maxTokens: number): Promise<Answer> {
-  const body = JSON.stringify({ model: "svc", messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, ...target.extra });
+function streamChat(target: Target, messages: Messages, maxTokens: number, extra: Record<string, unknown> = {}): Promise<Answer> {
+  const body = JSON.stringify({ model: "svc", messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, ...target.extra, ...extra });
   return new Promise((resolve, reject) => {
     const sent = performance.now();
     const req = http.request(
@@ -212,11 +217,12 @@ function streamChat(target: Target, messages: Messages, maxTokens: number): Prom
         const frame = (line: string) => {
           if (!line.startsWith("data: {")) return;
           const chunk = JSON.parse(line.slice(6)) as {
-            choices?: Array<{ delta?: { content?: string | null } }>;
+            choices?: Array<{ delta?: { content?: string | null; tool_calls?: Array<{ function?: { arguments?: string } }> } }>;
             usage?: { completion_tokens: number; completion_tokens_details?: { accepted_prediction_tokens?: number; rejected_prediction_tokens?: number } } | null;
             timings?: { draft_n?: number; draft_n_accepted?: number };
           };
-          const content = chunk.choices?.[0]?.delta?.content;
+          // A tool call's arguments are its text (the tool workload).
+          const content = chunk.choices?.[0]?.delta?.content || chunk.choices?.[0]?.delta?.tool_calls?.[0]?.function?.arguments;
           if (content) {
             if (answer.first === 0) answer.first = performance.now();
             answer.text += content;
@@ -273,6 +279,7 @@ async function speculationOf(t: Target): Promise<Record<string, unknown> | null>
 function prompt(workload: Workload, echoText: string, tag: string, seed: number): Messages {
   switch (workload) {
     case "echo":
+    case "tool":
       return [
         { role: "system", content: "You edit files. Reply with the whole edited file and nothing else." },
         { role: "user", content: `Rewrite this file with one change: keep every line as it is, except fix the typo if you find one.\n\n\`\`\`\n${echoText}\n\`\`\`\n\n(${tag})` },
@@ -283,6 +290,16 @@ function prompt(workload: Workload, echoText: string, tag: string, seed: number)
     case "draft":
       return [{ role: "user", content: `${tag} ${wordsText(12, seed)}` }];
   }
+}
+
+/**
+ * What a workload adds to the request: the tool workload forces a call to write_file, whose `content` (a JSON
+ * string: a grammar phase, with the UTF-8 guard over the chain's multi-byte letters) is the quoted file again.
+ */
+function bodyOf(workload: Workload): Record<string, unknown> {
+  if (workload !== "tool") return {};
+  const writeFile = { type: "function", function: { name: "write_file", description: "Writes the file.", parameters: { type: "object", properties: { content: { type: "string" } }, required: ["content"] } } };
+  return { tools: [writeFile], tool_choice: { type: "function", function: { name: "write_file" } } };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -302,7 +319,7 @@ let comparedAnswers = 0;
 
 /** Lossless: svc on's text equals svc off's for the same prompt; on the echo model, every text is the chain. */
 function check(workload: Workload, what: string, texts: Partial<Record<ServerName, string[]>>): void {
-  const expected = workload === "peer" || workload === "draft" ? null : echoAnswer(tokens);
+  const expected = workload === "echo" || workload === "norepeat" ? echoAnswer(tokens) : null;
   const where = (i: number) => `${WORKLOADS[workload]}, ${what}${texts["svc off"]!.length > 1 ? `, stream ${i + 1}` : ""}`;
   const diff = (a: string, b: string) => {
     let i = 0;
@@ -321,13 +338,13 @@ function check(workload: Workload, what: string, texts: Partial<Record<ServerNam
     });
 }
 
-async function single(t: Target, messages: Messages): Promise<{ rate: number; answer: Answer }> {
-  const answer = await streamChat(t, messages, tokens);
+async function single(t: Target, messages: Messages, extra: Record<string, unknown> = {}): Promise<{ rate: number; answer: Answer }> {
+  const answer = await streamChat(t, messages, tokens, extra);
   return { rate: (answer.completionTokens - 1) / ((answer.end - answer.first) / 1000), answer };
 }
 
-async function concurrent(t: Target, messages: Messages[]): Promise<{ rate: number; answers: Answer[] }> {
-  const answers = await Promise.all(messages.map((m) => streamChat(t, m, tokens)));
+async function concurrent(t: Target, messages: Messages[], extra: Record<string, unknown> = {}): Promise<{ rate: number; answers: Answer[] }> {
+  const answers = await Promise.all(messages.map((m) => streamChat(t, m, tokens, extra)));
   const total = sum(answers.map((a) => a.completionTokens));
   const first = Math.min(...answers.map((a) => a.first));
   const end = Math.max(...answers.map((a) => a.end));
@@ -359,19 +376,25 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
 
     // The text the echo workload quotes: svc's answer (speculation off) to anything.
     let echoText = "";
-    if (group.includes("echo") || group.includes("norepeat")) {
+    if (group.includes("echo") || group.includes("tool") || group.includes("norepeat")) {
       echoText = (await streamChat(servers[0]!, [{ role: "user", content: "Say anything." }], tokens)).text;
       const built = echoAnswer(tokens);
       if (echoText === built) log(`the echo model's answer is its chain, as built (${tokens} tokens, ${echoText.length} characters)`);
       else mismatches.push(`MISMATCH: the echo model's first answer is not the chain it was built to write:\n  got  ${JSON.stringify(echoText)}\n  want ${JSON.stringify(built)}`);
     }
 
+    // The text the tool workload quotes: svc's arguments (speculation off) to a forced call, as written (JSON
+    // escapes and all), less the opening `{"content":"`: the arguments of every measured call are that again.
+    let toolText = "";
+    if (group.includes("tool")) toolText = (await streamChat(servers[0]!, [{ role: "user", content: "Say anything." }], tokens, bodyOf("tool"))).text.replace(/^\{\s*"content"\s*:\s*"/, "");
+    const quoted = (w: Workload) => (w === "tool" ? toolText : echoText);
+
     for (const t of servers) if (t.name.startsWith("svc")) speculation[t.name] = { before: await speculationOf(t), after: null };
     for (const t of servers) {
       log(`warm-up ${t.name}`);
       for (const w of group) {
-        for (let i = 0; i < warmupStreams; i++) await single(t, prompt(w, echoText, `warm-up ${i}`, 900 + i));
-        await concurrent(t, Array.from({ length: sequences }, (_, i) => prompt(w, echoText, `warm-up concurrent ${i}`, 950 + i)));
+        for (let i = 0; i < warmupStreams; i++) await single(t, prompt(w, quoted(w), `warm-up ${i}`, 900 + i), bodyOf(w));
+        await concurrent(t, Array.from({ length: sequences }, (_, i) => prompt(w, quoted(w), `warm-up concurrent ${i}`, 950 + i)), bodyOf(w));
       }
     }
 
@@ -380,18 +403,18 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
       const order = servers.map((_, i) => servers[(i + round) % servers.length]!);
       for (const w of group) {
         const singleTexts: Partial<Record<ServerName, string[]>> = {};
-        const messages = prompt(w, echoText, `request ${round + 1}`, 100 * round + 1);
+        const messages = prompt(w, quoted(w), `request ${round + 1}`, 100 * round + 1);
         for (const t of order) {
-          const r = await single(t, messages);
+          const r = await single(t, messages, bodyOf(w));
           results[w][t.name]!.single.push(r.rate);
           results[w][t.name]!.answers.push(r.answer);
           singleTexts[t.name] = [r.answer.text];
         }
         check(w, `round ${round + 1}, one stream`, singleTexts);
         const concurrentTexts: Partial<Record<ServerName, string[]>> = {};
-        const many = Array.from({ length: sequences }, (_, i) => prompt(w, echoText, `request ${round + 1}.${i + 1}`, 100 * round + 10 + i));
+        const many = Array.from({ length: sequences }, (_, i) => prompt(w, quoted(w), `request ${round + 1}.${i + 1}`, 100 * round + 10 + i));
         for (const t of order) {
-          const r = await concurrent(t, many);
+          const r = await concurrent(t, many, bodyOf(w));
           results[w][t.name]!.concurrent.push(r.rate);
           results[w][t.name]!.answers.push(...r.answers);
           concurrentTexts[t.name] = r.answers.map((a) => a.text);
@@ -503,9 +526,13 @@ const cpu = cpus()[0]?.model ?? "unknown CPU";
 log(`${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
 
 const groups: GroupResult[] = [];
-const echoGroup = workloads.filter((w) => w === "echo" || w === "norepeat");
+// Each workload on servers of its own: a server's sequences then hold that workload's prompts from round to
+// round, as an agent's would, and no workload's four streams start with prompts another evicted (llama-server
+// would restore them from its prompt cache in RAM, svc reads them again: a difference of prompt caching, not of
+// speculation; it staggered svc's four first tokens by 400 ms each).
+const echoWorkloads = workloads.filter((w) => w === "echo" || w === "tool" || w === "norepeat");
 for (const threads of threadCounts) {
-  if (echoGroup.length > 0) groups.push(await measureGroup(binary, echoModel, echoGroup, threads));
+  for (const w of echoWorkloads) groups.push(await measureGroup(binary, echoModel, [w], threads));
   if (workloads.includes("peer")) groups.push(await measureGroup(binary, peerModel, ["peer"], threads));
   if (draftPair) groups.push(await measureGroup(binary, draftPair.target, ["draft"], threads, draftPair.draft));
 }

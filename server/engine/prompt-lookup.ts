@@ -16,7 +16,7 @@ export interface PromptLookupOptions {
   maxDraft: number;
 }
 
-export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 4, minNgram: 2, maxDraft: 8 });
+export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 4, minNgram: 2, maxDraft: 16 });
 
 /**
  * The tokens that followed the latest earlier occurrence of the context's last n tokens (n from maxNgram

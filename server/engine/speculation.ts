@@ -8,13 +8,14 @@ import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
 
 /**
  * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
- * shared among the evaluations on the loop (prompt lookup's 8 each for up to four; a draft model's 16 for
- * one or two, 8 each for four), so that the steps of several streams do not grow into a prompt's batch. The
- * step then keeps what its measured costs say is worth it (step-costs.ts): on bench:spec's echo model four
- * streams chose 7 to 9 tokens each, 0.86 tokens a millisecond against 0.63 to 0.83 for the 5 each that a
- * share of 16 allowed (docs/performance.md section 33).
+ * shared among the evaluations on the loop (prompt lookup's and a draft model's 16 each for up to four), so
+ * that the steps of several streams do not grow into a prompt's batch. The step then keeps what its measured
+ * costs say is worth it (step-costs.ts). On a CPU larger steps cost less a token up to 20 to 30 tokens and
+ * about the same beyond: with guesses 16 at most and 64 a batch instead of 8 and 32, bench:spec's echo
+ * answer was 1.11 times as fast alone and 1.18 with four streams (an A/B of the two, docs/performance.md
+ * section 33); 32 a batch against 16 had given four streams 1.11.
  */
-export const SPECULATION_BATCH_GUESSES = 32;
+export const SPECULATION_BATCH_GUESSES = 64;
 /**
  * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
  * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
