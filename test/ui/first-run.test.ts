@@ -99,7 +99,7 @@ describe.skipIf(skip !== null)("the window on a first run, choosing the model th
     // Seen once under the whole suite's load: no vision after 60 s. The server's last log lines say why.
     await expect
       .poll(() => ui.server.engineHost.status().model?.vision ?? null, { timeout: 60_000 })
-      .toEqual({ projector: expect.stringMatching(/hf_ggml-org_gemma-3-4b-it\.Q4_K_M\.mmproj\.gguf$/) })
+      .toEqual({ projector: expect.stringMatching(/hf_ggml-org_gemma-3-4b-it\.Q4_K_M\.mmproj\.gguf$/), devices: ["CPU"], gpuLayers: 0 })
       .catch((err: Error) => {
         const lines = ui.logs.since().slice(-30).map((l) => `${l.level} ${l.message}`);
         throw new Error(`${err.message}\nThe server's last log lines:\n${lines.join("\n")}`);

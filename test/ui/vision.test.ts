@@ -54,7 +54,8 @@ describe.skipIf(skip !== null)("a vision model in the window", () => {
     const sent = ui.proxy.requests.filter((r) => r.path === "/v1/chat/completions").at(-1)!;
     const fileId = /"file_id":"(file-[^"]+)"/.exec(sent.body)![1]!;
     expect(ui.server.store.files.findAny(fileId)?.content_kind).toBe("image");
-    expect(ui.server.engineHost.status().model?.vision).toEqual({ projector: join(modelDir, "tiny-vision.mmproj.gguf") });
+    // (On the CPU, as the text engine here.)
+    expect(ui.server.engineHost.status().model?.vision).toEqual({ projector: join(modelDir, "tiny-vision.mmproj.gguf"), devices: ["CPU"], gpuLayers: 0 });
     await ui.screenshot("chat-vision-thumbnail");
     expect(await ui.axe()).toEqual([]);
   });
