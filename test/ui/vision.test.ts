@@ -35,6 +35,9 @@ describe.skipIf(skip !== null)("a vision model in the window", () => {
     expect(await row("tiny-vision.gguf").getByTestId("model-vision").textContent()).toBe("vision");
     expect(await row("text-only.gguf").getByTestId("model-vision").count()).toBe(0);
     expect(await ui.page.locator('[data-testid="model-row"][data-file="tiny-vision.mmproj.gguf"]').count()).toBe(0);
+    // The loaded model's card says it sees images and where its vision process runs (here, as the text engine, the CPU).
+    await expect.poll(() => ui.page.getByTestId("model-vision-process").textContent(), { timeout: 30_000 }).toBe("Sees images: its vision process runs on the CPU.");
+    await ui.page.getByTestId("model-status").screenshot({ path: join(ui.screenshotsDir, "models-vision-process.png") });
   });
 
   it("an attached image shows its thumbnail in the turn and reaches the vision encoder", async () => {

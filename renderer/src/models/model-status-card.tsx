@@ -46,6 +46,13 @@ export function ModelStatusCard({
           {model?.threads ? ` · ${model.threads} thread${model.threads > 1 ? "s" : ""}` : ""}
           {model?.gpuLayers !== null && model?.gpuLayers !== undefined ? ` · ${model.gpuLayers} layers on the GPU` : ""}
         </p>
+        {model?.vision && (
+          <p className="muted" data-testid="model-vision-process">
+            Sees images: its vision process runs{" "}
+            {model.vision.devices.join(", ") === "CPU" ? "on the CPU" : `on ${model.vision.devices.join(", ")} with ${model.vision.gpuLayers} layers of the model`}
+            {model.vision.note ? ` (${model.vision.note})` : ""}.
+          </p>
+        )}
         {model && <ContextNote model={model} busy={busy || model.state !== "ready"} onSetContext={(contextSize, sequences) => onSaveSettings(null, { ...model.settings, contextSize, ...(sequences ? { sequences } : {}) })} />}
         {model?.error && <p className="error">{model.error}</p>}
       </div>

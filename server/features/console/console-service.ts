@@ -336,6 +336,7 @@ export class ConsoleService implements ConsoleApi {
         trainContextSize: info?.trainContextSize || null,
         sequences: info?.sequences ?? null,
         totalLayers: info?.totalLayers ?? null,
+        vision: info?.vision ? { devices: info.vision.devices, gpuLayers: info.vision.gpuLayers, note: info.vision.note ?? null } : null,
         settings: settingsView(files.current ? this.server.models.modelSettings(files.current) : {}),
         ...(info?.upstreams
           ? { upstreams: info.upstreams.map(({ url, healthy, slots, contextSize, model, error }) => ({ url, healthy, slots, contextSize, model, error })) }

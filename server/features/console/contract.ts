@@ -107,6 +107,12 @@ export interface StatusView {
     sequences: number | null;
     /** Layers of the model (gpuLayers of them on the GPU). */
     totalLayers: number | null;
+    /**
+     * The loaded model sees images (its projector loaded): where its vision process runs (llama.cpp's device
+     * names, "CPU" on the CPU), the model's layers it holds on the GPU, and why not on the GPU where it could
+     * not be (docs/api.md, "Health"). Null for a text-only model; absent from a server that does not say.
+     */
+    vision?: { devices: string[]; gpuLayers: number; note: string | null } | null;
     /** The loaded model's own settings (Model page), applied when it loads. */
     settings: ModelSettings;
     /**
