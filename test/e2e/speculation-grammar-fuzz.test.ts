@@ -6,7 +6,7 @@
 // nearly every position is guessed, in and out of characters split over several tokens (the UTF-8 guard's
 // bans read ahead, LookaheadBias). The answers must be the same, byte for byte.
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
-import { FUZZ_SCHEMAS, fuzzCase } from "../support/constrained-fuzz.js";
+import { fuzzCase, fuzzRequestBody } from "../support/constrained-fuzz.js";
 import { createKey, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
 
 interface Side {
@@ -51,21 +51,9 @@ it("60 constrained answers, seeded at temperature 1.5, guessed from their own te
   let completion = 0;
   let multiByte = 0;
   for (let i = 0; i < 60; i++) {
-    const c = fuzzCase(i);
-    const schema = FUZZ_SCHEMAS[c.schemaName]!;
-    const body = {
-      model: "svc",
-      messages: [{ role: "user", content: `Case ${i}: fill in the form.` }],
-      seed: c.seed,
-      temperature: 1.5,
-      top_p: 1,
-      top_k: 1000,
-      max_tokens: 300,
-      reasoning_effort: c.thinking ? "low" : "none",
-      ...(c.kind === "output"
-        ? { response_format: { type: "json_schema", json_schema: { name: "form", schema, strict: true } } }
-        : { tools: [{ type: "function", function: { name: "fill_in", parameters: schema, strict: true } }], tool_choice: { type: "function", function: { name: "fill_in" } } }),
-    };
+    // The fuzz's case on Chat (the surface with Predicted Outputs), not streamed.
+    const c = { ...fuzzCase(i), surface: "chat" as const, stream: false };
+    const body = fuzzRequestBody(c);
     const plain = await complete(off, body);
     const text = textOf(plain);
     if (/[^\x00-\x7f]/.test(text)) multiByte++;

@@ -103,7 +103,8 @@ export interface FuzzResult {
 
 const TOOL = "fill_in";
 
-function body(c: FuzzCase): Record<string, unknown> {
+/** The request of a case, in its surface's shape. */
+export function fuzzRequestBody(c: FuzzCase): Record<string, unknown> {
   const schema = FUZZ_SCHEMAS[c.schemaName]!;
   const prompt = `Case ${c.index}: fill in the form.`;
   const common = { model: "svc", stream: c.stream, seed: c.seed };
@@ -227,7 +228,7 @@ export async function runFuzzCase(baseUrl: string, key: string, c: FuzzCase): Pr
   const res = await fetch(`${baseUrl}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "anthropic-version": "2023-06-01" },
-    body: JSON.stringify(body(c)),
+    body: JSON.stringify(fuzzRequestBody(c)),
   });
   const raw = await res.text();
   const fail = (problem: string, text: string | null = null): FuzzResult => ({ fuzzCase: c, status: res.status, text, problem });
