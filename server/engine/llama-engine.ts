@@ -349,8 +349,7 @@ export class LlamaEngine implements Engine {
     // The VRAM free now, after the text engine's context (and draft model) took theirs.
     const gpu = visionOffload(this.gpu.backend === "cpu" ? null : await describeGpu(this.llama), this.info, (await stat(projectorPath)).size);
     this.vision = await VisionSlot.open({ modelPath: this.info.path, projectorPath, contextSize: this.info.contextSize, threads: this.info.threads, ...(gpu ? { gpu } : {}) }, log);
-    const placement = this.vision?.placement;
-    this.info.vision = placement ? { projector: projectorPath, devices: placement.devices, gpuLayers: gpu && !placement.note ? gpu.layers : 0, ...(placement.note ? { note: placement.note } : {}) } : null;
+    this.info.vision = this.vision ? { projector: projectorPath, ...this.vision.placement } : null;
   }
 
   private visionFor(): Promise<VisionEngine> {

@@ -84,7 +84,7 @@ describe("the tiny vision projector", () => {
   });
 
   it("runs on the CPU where the text engine does; asked for a GPU whose llama.node build does not load here, on the CPU and says why", async () => {
-    expect(engine.placement).toEqual({ devices: ["CPU"] });
+    expect(engine.placement).toEqual({ devices: ["CPU"], gpuLayers: 0 });
     const llamaNode = createRequire(import.meta.url)("@fugood/llama.node") as { isLibVariantAvailable(variant: string): Promise<boolean> };
     for (const backend of ["cuda", "vulkan"] as const) {
       const lines: string[] = [];
@@ -97,9 +97,10 @@ describe("the tiny vision projector", () => {
         // A machine with the GPU runtime: the layers and the projector are on its device.
         expect(slot.placement.note).toBeUndefined();
         expect(slot.placement.devices.join(",")).not.toBe("CPU");
+        expect(slot.placement.gpuLayers).toBe(99);
         expect(lines.join("\n")).toMatch(/in the vision process on .+ with 99 layers of the model/);
       } else {
-        expect(slot.placement).toEqual({ devices: ["CPU"], note: `llama.node's ${backend} build does not load on this machine` });
+        expect(slot.placement).toEqual({ devices: ["CPU"], gpuLayers: 0, note: `llama.node's ${backend} build does not load on this machine` });
         expect(lines.join("\n")).toContain(`in the vision process on the CPU (llama.node's ${backend} build does not load on this machine)`);
       }
       expect((await vision.tokenize(`a ${VISION_MEDIA_MARKER}`, [await png(8, 8)])).imageTokens).toEqual([TINY_VISION_IMAGE_TOKENS]);

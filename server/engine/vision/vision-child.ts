@@ -102,7 +102,7 @@ async function load(options: VisionLoadOptions): Promise<void> {
     const support = await context.getMultimodalSupport();
     // llama.node names the GPU devices it uses, none on the CPU.
     const devices = context.getUsedDevices();
-    send({ type: "loaded", imageSupport: support.vision, devices: devices.length > 0 ? devices : ["CPU"], ...(note ? { note } : {}) });
+    send({ type: "loaded", imageSupport: support.vision, placement: { devices: devices.length > 0 ? devices : ["CPU"], gpuLayers: gpu ? gpu.layers : 0, ...(note ? { note } : {}) } });
   } catch (err) {
     send({ type: "load_failed", message: (err as Error)?.message ?? String(err) });
   }

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { AppError } from "../../core/errors.js";
 import type { GpuInfo } from "../types.js";
-import type { FromVision, VisionCompletion, VisionGpu, VisionLoadOptions, VisionMedia, VisionResult } from "./vision-protocol.js";
+import type { FromVision, VisionCompletion, VisionGpu, VisionLoadOptions, VisionMedia, VisionPlacement, VisionResult } from "./vision-protocol.js";
 
 type Item =
   | { kind: "prompt"; promptTokens: number; cachedTokens: number; imageTokens: number[]; maxTokens: number }
@@ -45,8 +45,8 @@ export class VisionEngine {
   private nextId = 1;
   private dead: Error | null = null;
 
-  /** Where the vision process runs: llama.cpp's device names ("CPU", "CUDA0", ...), and why not on the GPU asked for. */
-  placement: { devices: string[]; note?: string } = { devices: [] };
+  /** Where the vision process runs, as it said once loaded. */
+  placement: VisionPlacement = { devices: [], gpuLayers: 0 };
 
   private constructor(private readonly child: ChildProcess) {}
 
@@ -64,7 +64,7 @@ export class VisionEngine {
         const message = raw as FromVision;
         if (message.type === "loaded") {
           loaded = true;
-          engine.placement = { devices: message.devices, ...(message.note ? { note: message.note } : {}) };
+          engine.placement = message.placement;
           if (!message.imageSupport) {
             child.kill("SIGKILL");
             reject(new Error(`the projector ${options.projectorPath} does not read images`));
@@ -178,8 +178,8 @@ export class VisionSlot {
     const started = performance.now();
     try {
       const engine = await VisionEngine.start(options);
-      const { devices, note } = engine.placement;
-      const where = options.gpu && !note ? `on ${devices.join(", ")} with ${options.gpu.layers} layers of the model` : `on the CPU${note ? ` (${note})` : ""}`;
+      const { devices, gpuLayers, note } = engine.placement;
+      const where = options.gpu && !note ? `on ${devices.join(", ")} with ${gpuLayers} layers of the model` : `on the CPU${note ? ` (${note})` : ""}`;
       log?.("info", `Vision: the projector ${basename(options.projectorPath)} is loaded in the vision process ${where} (${Math.round(performance.now() - started)} ms); images go to the model.`);
       return new VisionSlot(options, engine);
     } catch (err) {
@@ -189,7 +189,7 @@ export class VisionSlot {
   }
 
   /** Where the vision process runs now (placement of VisionEngine). */
-  get placement(): VisionEngine["placement"] {
+  get placement(): VisionPlacement {
     return this.current.placement;
   }
 

@@ -1,6 +1,7 @@
 // The messages between the engine process and its vision process (vision-child.ts, vision-engine.ts). The
 // vision process runs llama.cpp's multimodal library (mtmd) through @fugood/llama.node: a second copy of
 // llama.cpp, so it lives in a process of its own (two copies in one process clash).
+import type { LoadedModelInfo } from "../types.js";
 
 export interface VisionLoadOptions {
   modelPath: string;
@@ -10,6 +11,12 @@ export interface VisionLoadOptions {
   /** On a GPU (vision-gpu.ts chooses, beside the text engine): absent, the CPU. */
   gpu?: VisionGpu;
 }
+
+/**
+ * Where the vision process runs (LoadedModelInfo's vision less the projector): llama.cpp's device names
+ * ("CPU", "CUDA0", ...), the model's layers on the GPU, and why not on the GPU asked for.
+ */
+export type VisionPlacement = Omit<NonNullable<LoadedModelInfo["vision"]>, "projector">;
 
 export interface VisionGpu {
   /** The text engine's GPU backend: llama.node's cuda or vulkan build; Metal is in its default macOS build. */
@@ -57,8 +64,7 @@ export interface VisionResult {
 }
 
 export type FromVision =
-  /** devices: where the model runs (llama.cpp's names: "CPU", "CUDA0", ...); note: why not on the GPU asked for. */
-  | { type: "loaded"; imageSupport: boolean; devices: string[]; note?: string }
+  | { type: "loaded"; imageSupport: boolean; placement: VisionPlacement }
   | { type: "load_failed"; message: string }
   | { type: "tokens"; id: number; tokens: number; imageTokens: number[] }
   /** Sent before the prompt is read: its tokens, those the KV cache holds already, each image's share, and the most it will generate. */
