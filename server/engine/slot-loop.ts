@@ -1,9 +1,9 @@
-// Why one file (over 700 lines): it must stay one piece, as the slot loop is the one scheduler of a context's
+// Why one file (over 900 lines): it must stay one piece, as the slot loop is the one scheduler of a context's
 // batches: queuing a feed, filling a batch, decoding ahead, taking a token back and the native solo run all read
 // and change the same state (the queued feeds, the tokens decoded ahead, the dispatch under way, the solo run's
-// interrupt); the comment below is its design. What is not the batches' business is apart: whether a guess is
-// worth a position (speculation.ts) and what a step's guesses cost (step-costs.ts), prompt lookup (prompt-lookup.ts),
-// token probabilities.
+// interrupt); the comment below is its design. What is not the batches' business is apart: whether an
+// evaluation may guess and whether a guess is worth a position (speculation.ts), what a step's guesses cost
+// (step-costs.ts), prompt lookup (prompt-lookup.ts), token probabilities.
 //
 // How every token of a context is produced: one slot loop per context, in the style of llama-server's
 // `update_slots`. Each evaluation (a prompt and the answer after it, a forced feed, a warm start's read) queues
@@ -42,7 +42,7 @@ import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
-import { Guesser, isLookaheadBias } from "./speculation.js";
+import { Guesser, isLookaheadBias, takesGuesses } from "./speculation.js";
 import type { DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
@@ -263,24 +263,6 @@ function samplesAhead(options: SequenceEvaluateOptions, metadata: TokenMetadata)
     !options.dryRepeatPenalty &&
     typeof options.tokenBias !== "function" &&
     options.grammarEvaluationState == null &&
-    !metadata.probabilities &&
-    !metadata.confidence
-  );
-}
-
-/**
- * Whether a guessed position is sampled exactly as the token-by-token path would sample it, so that the
- * evaluation may take guesses: nothing reported with a token (probabilities), no repeat penalties (they read
- * the tokens the generation has taken in, which a verification runs ahead of), and a bias function only
- * where it can be read for the guesses before the position (a LookaheadBias). A grammar's state needs
- * nothing: the binding's sampling takes each sampled token into it, and a verification samples each position
- * in order up to the first guess refused, as the token-by-token path would.
- */
-function takesGuesses(options: SequenceEvaluateOptions, metadata: TokenMetadata): boolean {
-  return (
-    !options.repeatPenalty &&
-    !options.dryRepeatPenalty &&
-    (typeof options.tokenBias !== "function" || isLookaheadBias(options.tokenBias)) &&
     !metadata.probabilities &&
     !metadata.confidence
   );

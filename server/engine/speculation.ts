@@ -5,6 +5,7 @@
 import type { SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
 import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
+import type { TokenMetadata } from "./token-probabilities.js";
 
 /**
  * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
@@ -59,6 +60,24 @@ export type LookaheadBias = (() => TokenBias) & { after(pending: readonly Token[
 
 export function isLookaheadBias(bias: SequenceEvaluateOptions["tokenBias"]): bias is LookaheadBias {
   return typeof bias === "function" && typeof (bias as Partial<LookaheadBias>).after === "function";
+}
+
+/**
+ * Whether a guessed position is sampled exactly as the token-by-token path would sample it, so that the
+ * evaluation may take guesses: nothing reported with a token (probabilities), no repeat penalties (they read
+ * the tokens the generation has taken in, which a verification runs ahead of), and a bias function only
+ * where it can be read for the guesses before the position (a LookaheadBias). A grammar's state needs
+ * nothing: the binding's sampling takes each sampled token into it, and a verification samples each position
+ * in order up to the first guess refused, as the token-by-token path would.
+ */
+export function takesGuesses(options: SequenceEvaluateOptions, metadata: Pick<TokenMetadata, "probabilities" | "confidence">): boolean {
+  return (
+    !options.repeatPenalty &&
+    !options.dryRepeatPenalty &&
+    (typeof options.tokenBias !== "function" || isLookaheadBias(options.tokenBias)) &&
+    !metadata.probabilities &&
+    !metadata.confidence
+  );
 }
 
 /** A draft model's guesses for one step, at most (llama-server's --draft-max default). */
