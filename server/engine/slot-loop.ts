@@ -279,11 +279,14 @@ function configure(track: Track): void {
   track.configured = true;
 }
 
-/** A guessed position's settings where they change from token to token: the bias once the guesses before it are taken. */
-function configureAfter(track: Track, pending: readonly Token[]): void {
+/**
+ * The settings of a step's `at`-th guessed position where they change from token to token: the bias once the
+ * guesses before it are taken.
+ */
+function configureAfter(track: Track, draft: readonly Token[], at: number): void {
   if (track.fixed) return;
   const bias = track.options.tokenBias;
-  track.sampler!.applyConfig(track.sequence._resolveSamplerConfig(isLookaheadBias(bias) ? { ...track.options, tokenBias: bias.after(pending) } : track.options));
+  track.sampler!.applyConfig(track.sequence._resolveSamplerConfig(isLookaheadBias(bias) ? { ...track.options, tokenBias: bias.after(draft.slice(0, at)) } : track.options));
 }
 
 /** What the binding's sampling returns, as the generation reads it (node-llama-cpp's `evaluateWithMetadata` shape). */
@@ -889,7 +892,7 @@ export class SlotLoop {
   private async verify(binding: Binding, track: Track, draft: Token[], positions: Uint32Array): Promise<SampledToken[]> {
     const out: SampledToken[] = [];
     for (let i = 0; i <= draft.length; i++) {
-      if (i > 0) configureAfter(track, draft.slice(0, i));
+      if (i > 0) configureAfter(track, draft, i);
       const result = await binding.sampleToken(positions[i]!, track.sampler);
       const token = (typeof result === "number" ? result : result[0]) as Token;
       if (token === -1) {
