@@ -95,9 +95,13 @@ export class StepCosts {
   }
 
   /**
-   * What a pass of `size` tokens costs: its own measurement; else the largest smaller size's (hopeful, so
-   * that a size never tried gets tried and measured); else, smaller than any measured, the smallest larger
-   * size's (a pass of fewer tokens costs no more); null before any measurement.
+   * What a pass of `size` tokens costs: its own measurement; else, between two measured sizes, the line
+   * between their costs; else, larger than any measured, the largest's (hopeful, so that a larger size gets
+   * tried and measured); else, smaller than any measured, the smallest's (a pass of fewer tokens costs no
+   * more); null before any measurement. Not the cost of the next smaller size alone: priced that way, a size
+   * just under a measured one looked as cheap as the much smaller size below it, so each step tried the next
+   * size down (an echo stream's steps of 17 tokens went 16, 15, 14, ... 8 while each was measured once;
+   * docs/performance.md section 34).
    */
   pass(size: number): number | null {
     const own = this.cost(size);
@@ -108,7 +112,10 @@ export class StepCosts {
       if (s < size && s > belowSize) belowSize = s;
       if (s > size && s < aboveSize) aboveSize = s;
     }
-    return this.cost(belowSize) ?? this.cost(aboveSize) ?? null;
+    const below = this.cost(belowSize);
+    const above = this.cost(aboveSize);
+    if (below !== undefined && above !== undefined) return below + ((above - below) * (size - belowSize)) / (aboveSize - belowSize);
+    return below ?? above ?? null;
   }
 
   /** What a batch that llama.cpp splits into these passes costs; null where a pass cannot be priced. */

@@ -49,14 +49,36 @@ describe("StepCosts", () => {
     expect(new StepCosts().estimate([4])).toBeNull();
   });
 
-  it("prices an unmeasured size hopefully from below, or from the smallest size above", () => {
+  it("prices an unmeasured size on the line between the measured sizes around it, hopefully above them all, and as the smallest below them", () => {
     const costs = new StepCosts();
     costs.record(4, 170);
     costs.record(8, 200);
-    expect(costs.pass(6)).toBe(170);
+    expect(costs.pass(6)).toBe(185);
+    expect(costs.pass(5)).toBe(177.5);
     expect(costs.pass(16)).toBe(200);
     expect(costs.pass(1)).toBe(170);
     expect(costs.estimate([4, 1])).toBe(340);
+  });
+
+  it("does not walk a lone stream's steps down one size at a time (each size under a measured one priced as the one far below)", () => {
+    // An echo stream on a CPU (F32, 2 threads): a step of n tokens costs about 5 + 0.95 n ms. Measured: a
+    // short step at the end of an answer, a re-fed step of 16, and the usual 17 (16 guesses).
+    const costs = new StepCosts();
+    costs.record(8, 12.4);
+    costs.record(16, 18.3);
+    costs.record(17, 20);
+    const step = parts([1, 16, 0.97]);
+    // Sizes 9 to 15 are on the line from 8 to 16: none is cheaper a token than 16 itself.
+    expect(keptGuesses(step, costs, false, 512)).toEqual([15]);
+    // Priced as a larger size's neighbour below (the rule before), 15 cost 12.4 ms and looked best.
+    const truth = (n: number) => 5 + 0.95 * n;
+    let kept = 15;
+    for (let i = 0; i < 12; i++) {
+      const k = keptGuesses(step, costs, false, 512)[0]!;
+      costs.record(1 + k, truth(1 + k));
+      kept = Math.min(kept, k);
+    }
+    expect(kept).toBeGreaterThanOrEqual(15);
   });
 
   it("takes the lower median of a size's last measurements: one slow decode does not make it dear", () => {
