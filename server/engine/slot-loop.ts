@@ -42,7 +42,7 @@ import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
-import { Guesser, isLookaheadBias, takesGuesses } from "./speculation.js";
+import { Guesser, isLookaheadBias, KeepRateHistory, takesGuesses } from "./speculation.js";
 import type { DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
@@ -335,6 +335,8 @@ export class SlotLoop {
   readonly available: boolean;
   /** The engine build's paths this loop takes: asked for at load, and present in the binaries (decided at load). */
   readonly paths: TokenPaths;
+  /** How often the loop's recent verifications kept their guesses: where a new evaluation's guessing starts. */
+  private readonly keepRates = new KeepRateHistory();
 
   constructor(
     private readonly context: LlamaContext,
@@ -417,7 +419,7 @@ export class SlotLoop {
       configured: false,
       accepted: [],
       // Guesses only where a guessed position is sampled as the token-by-token path would sample it.
-      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction)) : null,
+      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction), this.keepRates) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;

@@ -24,10 +24,11 @@ export const SPECULATION_BATCH_GUESSES = 64;
  * and a few more cost little) or SPECULATION_KEEP_BUSY (several: their steps already fill the batch, and on
  * a CPU each guess costs nearly a token's time, so only guesses that are nearly always kept pay: bench:spec's
  * peer model, whose loops keep 83%, ran four streams at 0.73 to 0.94 of their speed without guesses at 0.5).
- * keepRate starts at SPECULATION_FIRST_KEEP_RATE and follows each verification's share of kept positions
- * (docs/performance.md section 27). Tuned on a 2-core CPU; a GPU, whose decode of a few more tokens costs
- * little even when busy, would take more (not measured: no GPU was lent). These bound what is offered; the
- * step then keeps what its measured costs say is worth it (step-costs.ts, section 31).
+ * keepRate starts at the loop's recent rate (KeepRateHistory; SPECULATION_FIRST_KEEP_RATE at least) and
+ * follows each verification's share of kept positions (docs/performance.md section 27). Tuned on a 2-core CPU;
+ * a GPU, whose decode of a few more tokens costs little even when busy, would take more (not measured: no GPU
+ * was lent). These bound what is offered; the step then keeps what its measured costs say is worth it
+ * (step-costs.ts, section 31).
  */
 export const SPECULATION_KEEP_ALONE = 0.15;
 export const SPECULATION_KEEP_BUSY = 0.85;
@@ -84,12 +85,35 @@ export function takesGuesses(options: SequenceEvaluateOptions, metadata: Pick<To
 export const DRAFT_MODEL_MAX_GUESSES = 16;
 
 /**
+ * What a new evaluation on the loop expects of its guesses before its first verification: how often the
+ * loop's recent verifications kept theirs (each one's share of kept positions, weighted 0.1 against what came
+ * before), never less than SPECULATION_FIRST_KEEP_RATE. A client sends the same kind of request again (an
+ * agent's edits, a batch of rewrites), and an evaluation that starts at 0.9 guesses little at first: with
+ * several on the loop (the SPECULATION_KEEP_BUSY threshold) one guess, then 2, 3, 4, 6, 9, 13 as its
+ * verifications keep them, most of a 128-token answer (docs/performance.md section 34). Starting where the
+ * loop's last evaluations ended, it guesses as far at once; one refused step brings its own rate down.
+ */
+export class KeepRateHistory {
+  private rate = SPECULATION_FIRST_KEEP_RATE;
+
+  /** The keep rate a new evaluation starts with. */
+  get first(): number {
+    return Math.max(SPECULATION_FIRST_KEEP_RATE, this.rate);
+  }
+
+  /** A verification kept this share of the positions it checked. */
+  record(share: number): void {
+    this.rate = 0.9 * this.rate + 0.1 * share;
+  }
+}
+
+/**
  * One evaluation's guessing: where its guesses come from (prompt lookup's index of its sequence's bigrams, made
  * at the first guess, or a draft model), how often its guessed positions were kept (keepRate), and its
  * back-off after verifications that kept none.
  */
 export class Guesser {
-  private rate = SPECULATION_FIRST_KEEP_RATE;
+  private rate: number;
   /** Verifications in a row that kept no guess. */
   private misses = 0;
   /** Tokens to go before the next guess. */
@@ -99,12 +123,16 @@ export class Guesser {
   /**
    * `draftModel`: guesses from it (for the served sequence `sequenceId`) instead of prompt lookup.
    * `lookupPrefix`: tokens prompt lookup also reads, as if they came before the sequence (Chat's `prediction`).
+   * `history`: the loop's, which its keep rate starts from and its verifications add to.
    */
   constructor(
     private readonly draftModel: DraftSource | null = null,
     private readonly sequenceId = 0,
     private readonly lookupPrefix: readonly number[] = [],
-  ) {}
+    private readonly history: KeepRateHistory | null = null,
+  ) {
+    this.rate = history?.first ?? SPECULATION_FIRST_KEEP_RATE;
+  }
 
   /**
    * The tokens prompt lookup guesses to follow `token` after `context` (the sequence's tokens), at most
@@ -169,7 +197,9 @@ export class Guesser {
   /** A verification checked `drafted` guesses and kept the first `kept` of them. */
   checked(drafted: number, kept: number): void {
     // The positions checked: those kept, and the one that refused its guess (none when all were kept).
-    this.rate = 0.7 * this.rate + 0.3 * (kept / Math.min(drafted, kept + 1));
+    const share = kept / Math.min(drafted, kept + 1);
+    this.rate = 0.7 * this.rate + 0.3 * share;
+    this.history?.record(share);
     if (kept > 0) this.misses = 0;
     else {
       this.misses++;

@@ -1,0 +1,49 @@
+// Speculation's guessing policy for one evaluation (server/engine/speculation.ts): how far a step guesses, how
+// that follows what verifications kept, and where a new evaluation starts (the loop's recent keep rate).
+import { describe, expect, it } from "vitest";
+import { guessLength, Guesser, KeepRateHistory, SPECULATION_FIRST_KEEP_RATE } from "../../server/engine/speculation.js";
+import type { Token } from "node-llama-cpp";
+
+/** A context that repeats 0..29 twice, so that prompt lookup can guess 16 tokens after any of them. */
+const context = [...Array.from({ length: 30 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => i)];
+const next = 10 as Token;
+
+describe("Guesser", () => {
+  it("with several evaluations on the loop, starts with one guess and guesses further as verifications keep them", () => {
+    const guesser = new Guesser();
+    const lengths: number[] = [];
+    for (let step = 0; step < 8; step++) {
+      const guess = guesser.guess(context, next, 1000, 4) as Token[];
+      lengths.push(guess.length);
+      guesser.checked(guess.length, guess.length);
+    }
+    expect(lengths[0]).toBe(guessLength(SPECULATION_FIRST_KEEP_RATE, 4));
+    expect(lengths[0]).toBe(1);
+    expect(lengths).toEqual([...lengths].sort((a, b) => a - b));
+    expect(lengths.at(-1)).toBe(16);
+  });
+
+  it("a new evaluation starts where the loop's last ones ended: all their guesses kept, it guesses 16 at once", () => {
+    const history = new KeepRateHistory();
+    expect(history.first).toBe(SPECULATION_FIRST_KEEP_RATE);
+    const earlier = new Guesser(null, 0, [], history);
+    for (let step = 0; step < 30; step++) {
+      const guess = earlier.guess(context, next, 1000, 4) as Token[];
+      earlier.checked(guess.length, guess.length);
+    }
+    expect(history.first).toBeGreaterThan(0.99);
+    const later = new Guesser(null, 1, [], history);
+    expect((later.guess(context, next, 1000, 4) as Token[]).length).toBe(16);
+    // One step whose guesses are all refused brings its own rate down at once: it stops guessing for a while.
+    later.checked(16, 0);
+    expect(later.keepRate).toBeLessThan(0.75);
+    expect((later.guess(context, next, 1000, 4) as Token[]).length).toBe(0);
+  });
+
+  it("never starts below the first keep rate, however often the loop's guesses were refused", () => {
+    const history = new KeepRateHistory();
+    for (let i = 0; i < 50; i++) history.record(0);
+    expect(history.first).toBe(SPECULATION_FIRST_KEEP_RATE);
+    expect(new Guesser(null, 0, [], history).keepRate).toBe(SPECULATION_FIRST_KEEP_RATE);
+  });
+});
