@@ -5,10 +5,16 @@
 // (the slot loop decodes the guessed tokens with the sequence's next one and keeps those the model agrees
 // with), so a wrong guess costs only the extra tokens in that step.
 //
-// Pure: the tokens in, the draft out; the caller decides when a draft is worth checking.
+// Pure: the tokens in, the draft out; the caller decides when a draft is worth checking. Also the text a JSON
+// string would quote the request's texts as (jsonQuotedText), which the engine tokenizes for the lookup to read.
 
 export interface PromptLookupOptions {
-  /** The longest n-gram matched (tried first: a longer match is a better guess). */
+  /**
+   * The longest n-gram matched (tried first: a longer match is a better guess). Long (32 by default) so that,
+   * of two occurrences that both match the last few tokens, the one with more of the context behind it wins:
+   * inside a JSON string that quotes the prompt, the escaped copy of the quoted text (jsonQuotedText) over
+   * the raw one, whose continuation breaks at the first line break or quote.
+   */
   maxNgram: number;
   /** The shortest n-gram matched. */
   minNgram: number;
@@ -16,7 +22,7 @@ export interface PromptLookupOptions {
   maxDraft: number;
 }
 
-export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 4, minNgram: 2, maxDraft: 16 });
+export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 32, minNgram: 2, maxDraft: 16 });
 
 /**
  * The tokens that followed the latest earlier occurrence of the context's last n tokens (n from maxNgram
@@ -66,7 +72,8 @@ export class PromptLookupIndex {
 
   /**
    * `prefix`: tokens looked up as if they came before the context (Chat's `prediction`, after the prompt's
-   * last tokens so that the answer's first tokens find it); fixed for the index's life.
+   * last tokens so that the answer's first tokens find it; the request's texts as JSON quotes them); fixed
+   * for the index's life. A draft taken from it ends at its end.
    */
   constructor(
     private readonly options: PromptLookupOptions = PROMPT_LOOKUP_DEFAULTS,
@@ -114,9 +121,34 @@ export class PromptLookupIndex {
       }
     }
     if (best < 0 || bestLength < this.options.minNgram) return [];
-    const to = Math.min(best + 1 + Math.min(maxDraft, this.options.maxDraft), length);
+    // A draft from the prefix ends where the prefix does: the sequence's start comes after it, not what follows.
+    const to = Math.min(best + 1 + Math.min(maxDraft, this.options.maxDraft), best < pre ? pre : length);
     const out: number[] = [];
     for (let i = best + 1; i < to; i++) out.push(at(i));
     return out;
   }
+}
+
+/**
+ * The request's texts as an answer that writes JSON quotes them inside its strings (a tool call's arguments,
+ * structured output): escaped, as JSON.stringify writes them, without the quotes. A coding agent's Write or
+ * Edit call repeats a file the prompt holds as it is (a tool's result, a user's paste), with real line breaks
+ * and quotes, where the call's arguments have `\n` and `\"`; prompt lookup matches tokens, so the raw copy
+ * guesses at most to the end of a line. Guessing from this text too, a step's guesses go on across them.
+ * Only texts that JSON escapes at all (a line break, a quote, a backslash, a control character), the latest
+ * first, at most `maxChars` characters together; in the order they came, one to a line.
+ */
+export function jsonQuotedText(texts: readonly string[], maxChars: number): string {
+  const pieces: string[] = [];
+  let chars = 0;
+  for (let i = texts.length - 1; i >= 0 && chars < maxChars; i--) {
+    const text = texts[i]!;
+    // eslint-disable-next-line no-control-regex
+    if (!/["\\\u0000-\u001f]/.test(text)) continue;
+    const escaped = JSON.stringify(text).slice(1, -1);
+    const piece = escaped.length <= maxChars - chars ? escaped : escaped.slice(escaped.length - (maxChars - chars));
+    pieces.push(piece);
+    chars += piece.length;
+  }
+  return pieces.reverse().join("\n");
 }

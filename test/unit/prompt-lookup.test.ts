@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PromptLookupIndex, promptLookupDraft } from "../../server/engine/prompt-lookup.js";
+import { jsonQuotedText, PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex, promptLookupDraft } from "../../server/engine/prompt-lookup.js";
 
 describe("promptLookupDraft", () => {
   it("proposes what followed the latest earlier occurrence of the context's last n-gram", () => {
@@ -72,13 +72,56 @@ describe("PromptLookupIndex", () => {
     const index = new PromptLookupIndex(options, [7, 8, 20, 21, 22, 23, 24, 25]);
     // The answer's first token, 20, after the prompt's "7 8": the prediction's start follows.
     expect(index.draft([1, 2, 7, 8], 20)).toEqual([21, 22, 23, 24]);
-    expect(index.draft([1, 2, 7, 8, 20, 21], 22)).toEqual([23, 24, 25, 1]);
-    // As the same virtual sequence would: the prefix, then the sequence.
+    // The draft ends with the prediction: the sequence's start is not what follows it.
+    expect(index.draft([1, 2, 7, 8, 20, 21], 22)).toEqual([23, 24, 25]);
+    // Short of its end, as the same virtual sequence would: the prefix, then the sequence.
     const virtual = [7, 8, 20, 21, 22, 23, 24, 25, 1, 2, 7, 8, 20, 21];
-    expect(new PromptLookupIndex(options, [7, 8, 20, 21, 22, 23, 24, 25]).draft(virtual.slice(8), 22)).toEqual(promptLookupDraft(virtual, options, 22));
+    const short = { ...options, maxDraft: 2 };
+    expect(new PromptLookupIndex(short, [7, 8, 20, 21, 22, 23, 24, 25]).draft(virtual.slice(8), 22)).toEqual(promptLookupDraft(virtual, short, 22));
+    expect(new PromptLookupIndex(short, [7, 8, 20, 21, 22, 23, 24, 25]).draft(virtual.slice(8), 22)).toEqual([23, 24]);
   });
 
   it("refuses a minimum n-gram under 2 (it matches bigrams)", () => {
     expect(() => new PromptLookupIndex({ maxNgram: 3, minNgram: 1, maxDraft: 8 })).toThrow();
+  });
+});
+
+describe("jsonQuotedText", () => {
+  it("gives the texts JSON escapes as a JSON string writes them, without the quotes, one to a line", () => {
+    expect(jsonQuotedText(["no escapes here", 'a "quote"', "two\nlines\\"], 1000)).toBe('a \\"quote\\"\ntwo\\nlines\\\\');
+    expect(jsonQuotedText(["tab\there", "bell\u0007"], 1000)).toBe("tab\\there\nbell\\u0007");
+    expect(jsonQuotedText(["plain", "words"], 1000)).toBe("");
+  });
+
+  it("keeps the latest texts within maxChars, the latest whole and the one before it cut at its start", () => {
+    const older = "first\nfile";
+    const newer = "second\nfile";
+    expect(jsonQuotedText([older, newer], 12)).toBe("second\\nfile");
+    expect(jsonQuotedText([older, newer], 16)).toBe("file\nsecond\\nfile");
+  });
+});
+
+describe("prompt lookup inside a JSON string that quotes the prompt", () => {
+  // Token ids stand for pieces: the file "a b\nc d\ne f" as the prompt holds it (newline 9), and as a JSON
+  // string holds it (backslash 7, n 8).
+  const raw = [1, 2, 9, 3, 4, 9, 5, 6];
+  const escaped = [1, 2, 7, 8, 3, 4, 7, 8, 5, 6];
+  it("guesses across the escaped line breaks from the escaped copy, where the raw copy stops at a line's end", () => {
+    // The prompt: other tokens, the raw file, more; the answer so far: the string's first line and its escape.
+    const prompt = [40, 41, ...raw, 42, 43];
+    const answer = [30, 1, 2, 7, 8];
+    const withoutCopy = new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS);
+    // After "8 3" (n, c): nothing in the raw prompt (there a newline comes before c).
+    expect(withoutCopy.draft([...prompt, ...answer], 3)).toEqual([]);
+    // After "3 4" (c d): the raw copy, whose next token is a real newline.
+    expect(withoutCopy.draft([...prompt, ...answer, 3], 4)).toEqual([9, 5, 6, 42, 43, 30, 1, 2, 7, 8, 3, 4]);
+    const withCopy = new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, escaped);
+    expect(withCopy.draft([...prompt, ...answer], 3)).toEqual([4, 7, 8, 5, 6]);
+    // Both copies match "c d"; the escaped one matches further back (the escape before it) and wins.
+    expect(withCopy.draft([...prompt, ...answer, 3], 4)).toEqual([7, 8, 5, 6]);
+  });
+
+  it("still takes the latest occurrence where two match as far back", () => {
+    expect(promptLookupDraft([5, 1, 2, 3, 6, 1, 2, 3, 7, 1, 2], PROMPT_LOOKUP_DEFAULTS, 3)).toEqual([7, 1, 2, 3]);
   });
 });
