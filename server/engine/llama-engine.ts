@@ -34,7 +34,8 @@ import { SequencePool } from "./sequence-pool.js";
 import { UnpricedStepCosts } from "./step-costs.js";
 import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
-import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
+import { SlotLoop, tokenPathsFromEnvironment, type SpeculationLookup, type TokenPaths } from "./slot-loop.js";
+import { jsonQuotedText } from "./prompt-lookup.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 import { describeGpu, loadRuntime } from "./llama-runtime.js";
@@ -79,6 +80,9 @@ export interface LlamaEngineOptions {
   log?: Log;
 }
 
+
+/** The conversation's characters, at most, that prompt lookup also reads as a JSON string quotes them (lookupFor). */
+const QUOTED_TEXT_CHARS = 65536;
 /** The token paths a load asks for: tokenPaths (or the environment's), with --speculation's choice over them. */
 function speculationPaths(options: LlamaEngineOptions): TokenPaths {
   const paths = options.tokenPaths ?? tokenPathsFromEnvironment();
@@ -410,8 +414,7 @@ export class LlamaEngine implements Engine {
     const { held, cached: cachedTokens } = warmed;
     try {
       const sequence = lease.sequence;
-      // Chat's prediction, for prompt lookup's guesses (an answer can repeat at most a context of it).
-      const prediction = request.prediction ? this.model.tokenize(request.prediction.slice(0, this.context.contextSize * 16), false).slice(0, this.context.contextSize) : undefined;
+      const lookup = this.lookupFor(request);
       const generation = runGeneration({
         model: this.model,
         syntax: this.syntax,
@@ -422,13 +425,33 @@ export class LlamaEngine implements Engine {
         maxCompletionTokens: Math.min(request.maxTokens ?? Number.POSITIVE_INFINITY, room),
         grammars,
         signal,
-        evaluate: (tokens, metadata, options, more) => this.loop.evaluate(sequence, tokens, metadata, options, more, signal, prediction),
+        evaluate: (tokens, metadata, options, more) => this.loop.evaluate(sequence, tokens, metadata, options, more, signal, lookup),
       });
       if (breakpointEnd === 0) yield* generation;
       else yield* withCacheWrites(generation, Math.max(0, breakpointEnd - cachedTokens));
     } finally {
       lease.release();
     }
+  }
+
+  /**
+   * What prompt lookup guesses from besides the sequence: Chat's prediction (an answer can repeat at most a
+   * context of it); and, for an answer that may write JSON (tools it may call, structured output), the
+   * conversation's texts as its strings quote them: not the system prompt's (instructions, seldom quoted),
+   * the latest 64 KiB of characters at most (tokenizing them at the first guess takes about 10 ms on a CPU;
+   * a whole coding agent's conversation would hold up the loop's step for every request).
+   */
+  private lookupFor(request: EngineRequest): SpeculationLookup {
+    const size = this.context.contextSize;
+    const lookup: SpeculationLookup = {};
+    if (request.prediction) lookup.prediction = this.model.tokenize(request.prediction.slice(0, size * 16), false).slice(0, size);
+    const writesJson = (request.tools.length > 0 && request.toolChoice.type !== "none") || request.output.type !== "text";
+    if (writesJson) {
+      let tokens: readonly Token[] | undefined;
+      const texts = request.messages.flatMap((m) => (m.role === "system" ? [] : m.content.flatMap((part) => (part.type === "text" ? [part.text] : []))));
+      lookup.quoted = () => (tokens ??= this.model.tokenize(jsonQuotedText(texts, Math.min(size * 4, QUOTED_TEXT_CHARS)), false).slice(-size));
+    }
+    return lookup;
   }
 
   /**

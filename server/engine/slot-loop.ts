@@ -62,6 +62,17 @@ function sharesLockModule(): boolean {
 }
 const SHARED_LOCKS = sharesLockModule();
 
+/** What prompt lookup reads besides the sequence's own tokens, for one evaluation. */
+export interface SpeculationLookup {
+  /** Tokens the answer is expected to repeat (Chat's `prediction`): guesses from them are asked for. */
+  prediction?: readonly Token[];
+  /**
+   * The request's texts as a JSON string quotes them (jsonQuotedText, tokenized), made at the first guess:
+   * for an answer that may write JSON (tools, structured output).
+   */
+  quoted?: () => readonly Token[];
+}
+
 /**
  * What prompt lookup reads before the sequence for a prediction: the prompt's last tokens (the assistant turn's
  * opening, which the answer follows), then the prediction, so that the answer's first tokens find it too.
@@ -395,8 +406,8 @@ export class SlotLoop {
     options: SequenceEvaluateOptions,
     more: () => number = () => Number.MAX_SAFE_INTEGER,
     signal?: AbortSignal,
-    /** Tokens the answer is expected to repeat (Chat's `prediction`): prompt lookup guesses from them too. */
-    prediction?: readonly Token[],
+    /** What else prompt lookup guesses from (SpeculationLookup). */
+    lookup: SpeculationLookup = {},
   ): AsyncGenerator<SampledToken, void, unknown> {
     if (!this.available) {
       yield* sequence.evaluateWithMetadata(tokens, metadata, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledToken, void, unknown>;
@@ -419,7 +430,7 @@ export class SlotLoop {
       configured: false,
       accepted: [],
       // Guesses only where a guessed position is sampled as the token-by-token path would sample it.
-      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, prediction), this.keepRates) : null,
+      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, lookup.prediction), this.keepRates, lookup.quoted) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;

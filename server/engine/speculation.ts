@@ -124,12 +124,15 @@ export class Guesser {
    * `draftModel`: guesses from it (for the served sequence `sequenceId`) instead of prompt lookup.
    * `lookupPrefix`: tokens prompt lookup also reads, as if they came before the sequence (Chat's `prediction`).
    * `history`: the loop's, which its keep rate starts from and its verifications add to.
+   * `quoted`: more tokens prompt lookup reads before the sequence (and before `lookupPrefix`), asked for at the
+   * first guess: the request's texts as a JSON string quotes them (jsonQuotedText).
    */
   constructor(
     private readonly draftModel: DraftSource | null = null,
     private readonly sequenceId = 0,
     private readonly lookupPrefix: readonly number[] = [],
     private readonly history: KeepRateHistory | null = null,
+    private readonly quoted: (() => readonly number[]) | null = null,
   ) {
     this.rate = history?.first ?? SPECULATION_FIRST_KEEP_RATE;
   }
@@ -179,7 +182,7 @@ export class Guesser {
   }
 
   private index(): PromptLookupIndex {
-    return (this.lookup ??= new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, this.lookupPrefix));
+    return (this.lookup ??= new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, this.quoted ? [...this.quoted(), ...this.lookupPrefix] : this.lookupPrefix));
   }
 
   /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
