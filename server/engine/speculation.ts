@@ -174,11 +174,15 @@ export class Guesser {
   }
 
   /**
-   * Its guesses were not checked (too seldom kept to be worth their place): with no verification to learn
-   * from, the estimate drifts back up by each token, so that a later stretch that repeats is tried again.
+   * Its guesses were not checked (too seldom kept to be worth their place, or the step's price dropped them):
+   * with no verification to learn from, an estimate under where evaluations start drifts back up by each
+   * token, so that a later stretch that repeats is tried again; one above it stays (it used to drift down as
+   * well: four tool-call streams out of step, whose guesses the price of a second pass dropped, went from
+   * 0.93 to 0.90 and guessed one token where they had guessed two).
    */
   declined(): void {
-    this.rate += 0.05 * (SPECULATION_FIRST_KEEP_RATE - this.rate);
+    const start = this.history?.first ?? SPECULATION_FIRST_KEEP_RATE;
+    if (this.rate < start) this.rate += 0.05 * (start - this.rate);
   }
 
   private index(): PromptLookupIndex {

@@ -47,3 +47,23 @@ describe("Guesser", () => {
     expect(new Guesser(null, 0, [], history).keepRate).toBe(SPECULATION_FIRST_KEEP_RATE);
   });
 });
+
+describe("Guesser.declined", () => {
+  it("lets a low estimate drift back up to where evaluations start, and leaves a higher one where it is", () => {
+    const low = new Guesser();
+    low.checked(16, 0);
+    const fallen = low.keepRate;
+    low.declined();
+    expect(low.keepRate).toBeGreaterThan(fallen);
+    for (let i = 0; i < 500; i++) low.declined();
+    expect(low.keepRate).toBeCloseTo(SPECULATION_FIRST_KEEP_RATE, 6);
+    expect(low.keepRate).toBeLessThanOrEqual(SPECULATION_FIRST_KEEP_RATE);
+
+    const high = new Guesser();
+    high.checked(4, 4);
+    const kept = high.keepRate;
+    expect(kept).toBeGreaterThan(SPECULATION_FIRST_KEEP_RATE);
+    for (let i = 0; i < 10; i++) high.declined();
+    expect(high.keepRate).toBe(kept);
+  });
+});
