@@ -10,6 +10,9 @@
 //             phase) hold the quoted file again: the file is what a first forced call wrote into its
 //             `content` (the model's chain from the string's opening quote, JSON escapes as written). Shows
 //             speculation under a grammar; svc's answers on and off must agree (no chain to match: JSON).
+//   edit      the tool workload with the file quoted as it is (real line breaks, as a Read tool's result holds
+//             it) while the call writes it escaped (`\n`): a coding agent's Write call. Prompt lookup reads the
+//             conversation as a JSON string quotes it too, so its guesses go on across the escapes.
 //   norepeat  the same model with a prompt that does not hold its chain: an answer shorter than the chain's
 //             period (169 tokens) never repeats itself or the prompt, so nothing drafted can be accepted.
 //             Goal: on ÷ off ≥ 0.97 (what speculation costs when it cannot help).
@@ -84,16 +87,17 @@ const peerSpec = values["peer-spec"]!.split(/\s+/).filter(Boolean);
 const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-type Workload = "echo" | "tool" | "norepeat" | "peer" | "draft";
+type Workload = "echo" | "tool" | "edit" | "norepeat" | "peer" | "draft";
 const WORKLOADS: Record<Workload, string> = {
   echo: "echo (rewrite a quoted file)",
   tool: "tool call (write the quoted file back)",
+  edit: "tool call (write back a file quoted as it is)",
   norepeat: "nothing to repeat",
   peer: "peer model (loops)",
   draft: "draft model (5x cheaper, same text)",
 };
 const workloads = values.workloads!.split(",").map((s) => s.trim()) as Workload[];
-for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, tool, norepeat, peer and draft, not ${w}`);
+for (const w of workloads) if (!(w in WORKLOADS)) throw new Error(`--workloads takes echo, tool, edit, norepeat, peer and draft, not ${w}`);
 if (workloads.includes("norepeat") && tokens >= ECHO_PERIOD)
   log(`note: --tokens ${tokens} is not under the echo model's period (${ECHO_PERIOD}): the norepeat answers repeat themselves after ${ECHO_PERIOD} tokens`);
 
@@ -280,6 +284,7 @@ function prompt(workload: Workload, echoText: string, tag: string, seed: number)
   switch (workload) {
     case "echo":
     case "tool":
+    case "edit":
       return [
         { role: "system", content: "You edit files. Reply with the whole edited file and nothing else." },
         { role: "user", content: `Rewrite this file with one change: keep every line as it is, except fix the typo if you find one.\n\n\`\`\`\n${echoText}\n\`\`\`\n\n(${tag})` },
@@ -297,7 +302,7 @@ function prompt(workload: Workload, echoText: string, tag: string, seed: number)
  * string: a grammar phase, with the UTF-8 guard over the chain's multi-byte letters) is the quoted file again.
  */
 function bodyOf(workload: Workload): Record<string, unknown> {
-  if (workload !== "tool") return {};
+  if (workload !== "tool" && workload !== "edit") return {};
   const writeFile = { type: "function", function: { name: "write_file", description: "Writes the file.", parameters: { type: "object", properties: { content: { type: "string" } }, required: ["content"] } } };
   return { tools: [writeFile], tool_choice: { type: "function", function: { name: "write_file" } } };
 }
@@ -376,7 +381,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
 
     // The text the echo workload quotes: svc's answer (speculation off) to anything.
     let echoText = "";
-    if (group.includes("echo") || group.includes("tool") || group.includes("norepeat")) {
+    if (group.includes("echo") || group.includes("tool") || group.includes("edit") || group.includes("norepeat")) {
       echoText = (await streamChat(servers[0]!, [{ role: "user", content: "Say anything." }], tokens)).text;
       const built = echoAnswer(tokens);
       if (echoText === built) log(`the echo model's answer is its chain, as built (${tokens} tokens, ${echoText.length} characters)`);
@@ -386,8 +391,10 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
     // The text the tool workload quotes: svc's arguments (speculation off) to a forced call, as written (JSON
     // escapes and all), less the opening `{"content":"`: the arguments of every measured call are that again.
     let toolText = "";
-    if (group.includes("tool")) toolText = (await streamChat(servers[0]!, [{ role: "user", content: "Say anything." }], tokens, bodyOf("tool"))).text.replace(/^\{\s*"content"\s*:\s*"/, "");
-    const quoted = (w: Workload) => (w === "tool" ? toolText : echoText);
+    if (group.includes("tool") || group.includes("edit")) toolText = (await streamChat(servers[0]!, [{ role: "user", content: "Say anything." }], tokens, bodyOf("tool"))).text.replace(/^\{\s*"content"\s*:\s*"/, "");
+    // The edit workload's file as it is: the escapes read (a backslash the end cut off left out).
+    const rawFile = (): string => JSON.parse(`"${toolText.replace(/(?<!\\)((?:\\\\)*)\\$/, "$1")}"`) as string;
+    const quoted = (w: Workload) => (w === "tool" ? toolText : w === "edit" ? rawFile() : echoText);
 
     for (const t of servers) if (t.name.startsWith("svc")) speculation[t.name] = { before: await speculationOf(t), after: null };
     for (const t of servers) {
@@ -530,7 +537,7 @@ const groups: GroupResult[] = [];
 // round, as an agent's would, and no workload's four streams start with prompts another evicted (llama-server
 // would restore them from its prompt cache in RAM, svc reads them again: a difference of prompt caching, not of
 // speculation; it staggered svc's four first tokens by 400 ms each).
-const echoWorkloads = workloads.filter((w) => w === "echo" || w === "tool" || w === "norepeat");
+const echoWorkloads = workloads.filter((w) => w === "echo" || w === "tool" || w === "edit" || w === "norepeat");
 for (const threads of threadCounts) {
   for (const w of echoWorkloads) groups.push(await measureGroup(binary, echoModel, [w], threads));
   if (workloads.includes("peer")) groups.push(await measureGroup(binary, peerModel, ["peer"], threads));
