@@ -38,7 +38,7 @@
 // draft_n_accepted.
 //
 // Usage: npm run bench:spec [-- --threads 1,2] [--rounds N (3)] [--tokens N (128)] [--sequences N (4)]
-//                             [--workloads echo,norepeat,peer] [--warmup-streams N (1)] [--json OUT.json]
+//                             [--workloads echo,tool,edit,norepeat,peer,draft] [--warmup-streams N (1)] [--json OUT.json]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--peer-spec "LLAMA-SERVER OPTIONS"]
 //                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0]
 // Not part of `npm test`. Builds llama-server the first time as bench:peer does (cached in .cache/peer).
