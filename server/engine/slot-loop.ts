@@ -85,6 +85,15 @@ function predictionPrefix(sequence: { _contextTokens: Token[] }, feed: Token[], 
 const PREDICTION_ANCHOR = 3;
 
 /**
+ * Whether a solo run's evaluation would guess after the last token the run sampled: its sequence's tokens,
+ * the run's feed and the tokens sampled before that one are the context.
+ */
+function guessesAfter(track: Track, feed: readonly Token[], sampled: readonly Token[]): boolean {
+  if (!track.guesser || sampled.length === 0) return false;
+  return track.guesser.wouldGuess([...track.sequence._contextTokens, ...feed, ...sampled.slice(0, -1)], sampled.at(-1)!);
+}
+
+/**
  * Whether the context's sequences share one KV cache: node-llama-cpp 3.22's addon always gives each its own
  * (`kv_unified` off), so llama.cpp splits a batch into passes of equal counts per sequence (step-costs.ts).
  */
@@ -594,7 +603,10 @@ export class SlotLoop {
         if (tokens === -1) end(count ?? 0, message);
         else {
           for (const token of tokens) sampled.push(token as Token);
-          if (!waiters.isEmpty || this.pending.length > 0) interrupt();
+          // Someone else wants the context, or speculation has a guess to check after the last token: a step
+          // with guesses takes over (a run samples single tokens; an echo answer's first 32 tokens were
+          // written that way, at a fifth of the guessed speed: docs/performance.md section 34).
+          if (!waiters.isEmpty || this.pending.length > 0 || guessesAfter(track, feed, sampled)) interrupt();
         }
         notify();
       }, SOLO_AHEAD, SOLO_DELIVER_MS);

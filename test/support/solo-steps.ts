@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
+import { ECHO_MODEL, echoAnswer, ensureEchoModel } from "../../bench/spec-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { keepAllGuesses } from "./step-costs.js";
@@ -252,6 +253,27 @@ const results: Record<string, unknown> = { build: "local" };
     theirs.dispose();
   }
   results.speculation = facts;
+}
+
+{
+  // An answer that repeats its prompt from its first token (bench:spec's echo model, small): a solo run gives
+  // way to steps with guesses as soon as prompt lookup has one, rather than writing its 32 tokens one by one.
+  const echoPath = ensureEchoModel(join(dir, "echo.gguf"), { nEmbd: 512, nLayers: 2, nHead: 4, nFf: 512, contextLength: 4096, seed: ECHO_MODEL.seed });
+  const echoModel = await llama.loadModel({ modelPath: echoPath, gpuLayers: 0 });
+  const echoContext = await echoModel.createContext({ contextSize: 1024, sequences: 1, threads: 1 });
+  const loop = new SlotLoop(echoContext, echoModel, { solo: true, stepSampling: true, speculation: true }, null, keepAllGuesses());
+  const feed = echoModel.tokenize(`<|im_start|>user\nRewrite this file.\n${echoAnswer(120)}\n<|im_end|>\n<|im_start|>assistant\n`, true);
+  const sequence = echoContext.getSequence();
+  let accepted = 0;
+  let tokens = 0;
+  for await (const t of loop.evaluate(sequence, feed, {}, greedy)) {
+    if (t.speculation?.accepted) accepted++;
+    if (++tokens === 100) break;
+  }
+  results.echoSolo = { tokens, accepted };
+  sequence.dispose();
+  await echoContext.dispose();
+  await echoModel.dispose();
 }
 
 console.log(JSON.stringify(results));
