@@ -408,7 +408,13 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
   } finally {
     restore();
   }
-  const made = (await findEngineBuilds()).find((b) => b.current && b.folder.startsWith(localBuildsDirectory()));
+  // The folder node-llama-cpp just built into (read directly: findEngineBuilds passes over the working copy
+  // of a build the store holds already, which a second `svc engine build` of the same sources makes).
+  let made: { folder: string; release: string | null } | null = null;
+  for (const folder of await folders(localBuildsDirectory())) {
+    const build = lockHeld(folder) ? null : await readBuild(folder);
+    if (build?.kind === "current") made = { folder, release: build.release };
+  }
   if (!made) return { seconds: (performance.now() - started) / 1000, build: null };
   const store = engineBuildStore();
   mkdirSync(store, { recursive: true });
@@ -416,7 +422,7 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
   for (const folder of await folders(store)) await rm(folder, { recursive: true, force: true });
   const kept = join(store, basename(made.folder));
   await cp(made.folder, kept, { recursive: true });
-  return { seconds: (performance.now() - started) / 1000, build: { ...made, folder: kept } };
+  return { seconds: (performance.now() - started) / 1000, build: { folder: kept, release: made.release, building: false, current: true } };
 }
 
 /**
