@@ -42,7 +42,7 @@ import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
-import { Guesser, isLookaheadBias, KeepRateHistory, takesGuesses } from "./speculation.js";
+import { Guesser, isLookaheadBias, KeepRateHistory, predictionPrefix, takesGuesses, type SpeculationLookup } from "./speculation.js";
 import type { DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
@@ -61,37 +61,6 @@ function sharesLockModule(): boolean {
   }
 }
 const SHARED_LOCKS = sharesLockModule();
-
-/** What prompt lookup reads besides the sequence's own tokens, for one evaluation. */
-export interface SpeculationLookup {
-  /** Tokens the answer is expected to repeat (Chat's `prediction`): guesses from them are asked for. */
-  prediction?: readonly Token[];
-  /**
-   * The request's texts as a JSON string quotes them (jsonQuotedText, tokenized), made at the first guess:
-   * for an answer that may write JSON (tools, structured output).
-   */
-  quoted?: () => readonly Token[];
-}
-
-/**
- * What prompt lookup reads before the sequence for a prediction: the prompt's last tokens (the assistant turn's
- * opening, which the answer follows), then the prediction, so that the answer's first tokens find it too.
- */
-function predictionPrefix(sequence: { _contextTokens: Token[] }, feed: Token[], prediction: readonly Token[] | undefined): Token[] {
-  if (!prediction || prediction.length === 0) return [];
-  const tail = feed.length >= PREDICTION_ANCHOR ? feed.slice(-PREDICTION_ANCHOR) : [...sequence._contextTokens.slice(-(PREDICTION_ANCHOR - feed.length)), ...feed];
-  return [...tail, ...prediction];
-}
-const PREDICTION_ANCHOR = 3;
-
-/**
- * Whether a solo run's evaluation would guess after the last token the run sampled: its sequence's tokens,
- * the run's feed and the tokens sampled before that one are the context.
- */
-function guessesAfter(track: Track, feed: readonly Token[], sampled: readonly Token[]): boolean {
-  if (!track.guesser || sampled.length === 0) return false;
-  return track.guesser.wouldGuess([...track.sequence._contextTokens, ...feed, ...sampled.slice(0, -1)], sampled.at(-1)!);
-}
 
 /**
  * Whether the context's sequences share one KV cache: node-llama-cpp 3.22's addon always gives each its own
@@ -439,7 +408,7 @@ export class SlotLoop {
       configured: false,
       accepted: [],
       // Guesses only where a guessed position is sampled as the token-by-token path would sample it.
-      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals, tokens, lookup.prediction), this.keepRates, lookup.quoted) : null,
+      guesser: this.paths.speculation && takesGuesses(options, metadata) ? new Guesser(this.draftModel, internals._sequenceId, predictionPrefix(internals._contextTokens, tokens, lookup.prediction), this.keepRates, lookup.quoted) : null,
     };
     if (tokens.length === 0) throw new Error("An evaluation needs at least one token to feed.");
     let feed = tokens;
@@ -606,7 +575,7 @@ export class SlotLoop {
           // Someone else wants the context, or speculation has a guess to check after the last token: a step
           // with guesses takes over (a run samples single tokens; an echo answer's first 32 tokens were
           // written that way, at a fifth of the guessed speed: docs/performance.md section 34).
-          if (!waiters.isEmpty || this.pending.length > 0 || guessesAfter(track, feed, sampled)) interrupt();
+          if (!waiters.isEmpty || this.pending.length > 0 || track.guesser?.wouldGuessAfterRun(track.sequence._contextTokens, feed, sampled) === true) interrupt();
         }
         notify();
       }, SOLO_AHEAD, SOLO_DELIVER_MS);

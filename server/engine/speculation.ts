@@ -81,6 +81,29 @@ export function takesGuesses(options: SequenceEvaluateOptions, metadata: Pick<To
   );
 }
 
+/** What prompt lookup reads besides the sequence's own tokens, for one evaluation. */
+export interface SpeculationLookup {
+  /** Tokens the answer is expected to repeat (Chat's `prediction`): guesses from them are asked for. */
+  prediction?: readonly Token[];
+  /**
+   * The request's texts as a JSON string quotes them (jsonQuotedText, tokenized), made at the first guess:
+   * for an answer that may write JSON (tools, structured output).
+   */
+  quoted?: () => readonly Token[];
+}
+
+/**
+ * What prompt lookup reads before the sequence for a prediction: the prompt's last tokens (the assistant turn's
+ * opening, which the answer follows), then the prediction, so that the answer's first tokens find it too.
+ * `held`: the sequence's tokens; `feed`: the evaluation's first feed.
+ */
+export function predictionPrefix(held: readonly Token[], feed: readonly Token[], prediction: readonly Token[] | undefined): Token[] {
+  if (!prediction || prediction.length === 0) return [];
+  const tail = feed.length >= PREDICTION_ANCHOR ? feed.slice(-PREDICTION_ANCHOR) : [...held.slice(-(PREDICTION_ANCHOR - feed.length)), ...feed];
+  return [...tail, ...prediction];
+}
+const PREDICTION_ANCHOR = 3;
+
 /** A draft model's guesses for one step, at most (llama-server's --draft-max default). */
 export const DRAFT_MODEL_MAX_GUESSES = 16;
 
@@ -194,6 +217,15 @@ export class Guesser {
     // A draft model's guesses are not known before it writes them: a step asks it.
     if (this.draftModel) return this.wait === 0 && guessLength(this.rate, 1) > 0;
     return this.wait === 0 && guessLength(this.rate, 1) > 0 && this.index().draft(context, token, 1).length > 0;
+  }
+
+  /**
+   * Whether it would guess after the last token a solo run sampled: the sequence's tokens (`held`), the run's
+   * feed and the tokens sampled before that one are the context. (The run then gives way to steps with guesses.)
+   */
+  wouldGuessAfterRun(held: readonly Token[], feed: readonly Token[], sampled: readonly Token[]): boolean {
+    if (sampled.length === 0) return false;
+    return this.wouldGuess([...held, ...feed, ...sampled.slice(0, -1)], sampled.at(-1)!);
   }
 
   /** A token made without a step of the loop's (a solo run's): the back-off counts it. */

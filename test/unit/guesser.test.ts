@@ -67,3 +67,15 @@ describe("Guesser.declined", () => {
     expect(high.keepRate).toBe(kept);
   });
 });
+
+describe("Guesser.wouldGuessAfterRun", () => {
+  it("reads a solo run's context as the sequence's tokens, the run's feed and the tokens sampled before the last", () => {
+    // The sequence holds 0..29 and 0..5; the run was fed 6 and sampled 7, 8, 9: after 9 (at "8 9") the
+    // lookup guesses 10, 11, ...
+    const held = [...Array.from({ length: 30 }, (_, i) => i), 0, 1, 2, 3, 4, 5] as Token[];
+    expect(new Guesser().wouldGuessAfterRun(held, [6 as Token], [7, 8, 9] as Token[])).toBe(true);
+    // Sampled tokens that never came before: nothing to guess from.
+    expect(new Guesser().wouldGuessAfterRun(held, [6 as Token], [7, 8, 99] as Token[])).toBe(false);
+    expect(new Guesser().wouldGuessAfterRun(held, [6 as Token], [])).toBe(false);
+  });
+});
