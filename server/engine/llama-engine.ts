@@ -21,6 +21,7 @@ import type { Log } from "../core/log.js";
 import { AppError } from "../core/errors.js";
 import { fullCollection } from "../core/gc.js";
 import { runGeneration } from "./generation.js";
+import type { CompiledGrammars } from "./generation-sampling.js";
 import { GrammarCache } from "./grammar-cache.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
 import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
@@ -81,9 +82,9 @@ export interface LlamaEngineOptions {
   log?: Log;
 }
 
-
 /** The conversation's characters, at most, that prompt lookup also reads as a JSON string quotes them (lookupFor). */
 const QUOTED_TEXT_CHARS = 65536;
+
 /** The token paths a load asks for: tokenPaths (or the environment's), with --speculation's choice over them. */
 function speculationPaths(options: LlamaEngineOptions): TokenPaths {
   const paths = options.tokenPaths ?? tokenPathsFromEnvironment();
@@ -415,7 +416,7 @@ export class LlamaEngine implements Engine {
     const { held, cached: cachedTokens } = warmed;
     try {
       const sequence = lease.sequence;
-      const lookup = this.lookupFor(request);
+      const lookup = this.lookupFor(request, grammars);
       const generation = runGeneration({
         model: this.model,
         syntax: this.syntax,
@@ -437,17 +438,16 @@ export class LlamaEngine implements Engine {
 
   /**
    * What prompt lookup guesses from besides the sequence: Chat's prediction (an answer can repeat at most a
-   * context of it); and, for an answer that may write JSON (tools it may call, structured output), the
+   * context of it); and, for an answer with a JSON grammar (a tool's arguments, structured output), the
    * conversation's texts as its strings quote them: not the system prompt's (instructions, seldom quoted),
    * the latest 64 KiB of characters at most (tokenizing them at the first guess takes about 10 ms on a CPU;
    * a whole coding agent's conversation would hold up the loop's step for every request).
    */
-  private lookupFor(request: EngineRequest): SpeculationLookup {
+  private lookupFor(request: EngineRequest, grammars: CompiledGrammars): SpeculationLookup {
     const size = this.context.contextSize;
     const lookup: SpeculationLookup = {};
     if (request.prediction) lookup.prediction = this.model.tokenize(request.prediction.slice(0, size * 16), false).slice(0, size);
-    const writesJson = (request.tools.length > 0 && request.toolChoice.type !== "none") || request.output.type !== "text";
-    if (writesJson) {
+    if (grammars.answer !== null || grammars.toolArguments.size > 0) {
       let tokens: readonly Token[] | undefined;
       const texts = request.messages.flatMap((m) => (m.role === "system" ? [] : m.content.flatMap((part) => (part.type === "text" ? [part.text] : []))));
       lookup.quoted = () => (tokens ??= this.model.tokenize(jsonQuotedText(texts, Math.min(size * 4, QUOTED_TEXT_CHARS)), false).slice(-size));
