@@ -1,7 +1,7 @@
 // `svc models pull` against a file server on loopback serving generated GGUF models: progress, resume after
 // a cut connection, verification, hf: URIs, and what the user reads when the network is not there.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -87,6 +87,23 @@ describe("pull through the service (what the desktop app calls)", () => {
       const again = await models.pull(`${server.url}/m/tiny.gguf`);
       expect(again).toMatchObject({ alreadyPresent: true, madeActive: false });
       expect(server.requests.slice(before).filter((r) => r.range !== null)).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe("a download's first moments", () => {
+  it("lists the announced size before ipull has written its first progress record", async () => {
+    const dir = dataDir();
+    const store = Store.open(dir);
+    try {
+      // What a pull leaves in the instant after it began: the empty partial file and its own record.
+      mkdirSync(join(dir, "models", ".downloads"), { recursive: true });
+      writeFileSync(join(dir, "models", ".downloads", "big.gguf.ipull"), "");
+      store.modelFiles.upsert({ file: "big.gguf", source: `${server.url}/m/big.gguf`, state: "downloading", size_bytes: big.length, sha256: null, updated_at: Date.now() });
+      const listing = await new ModelsService({ store, dataDir: dir }).list();
+      expect(listing.partial).toEqual([expect.objectContaining({ file: "big.gguf", keptBytes: 0, totalBytes: big.length })]);
     } finally {
       store.close();
     }

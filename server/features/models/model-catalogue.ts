@@ -28,7 +28,7 @@ export interface PartialDownload {
   file: string;
   /** Bytes a resumed pull keeps (whole finished pieces; the file on disk is already as long as the model). */
   keptBytes: number;
-  /** The model's size, when the download's record says. */
+  /** The model's size, when the download's progress record (or, before there is one, the pull's own record) says. */
   totalBytes: number | null;
   source: string | null;
   /** A process is downloading it now (it holds the download's lock). */
@@ -134,7 +134,17 @@ export class ModelCatalogue {
       const downloadingNow = (await downloadLockOwner(this.dataDir, p.file)) !== null;
       const speechRecord = sources.has(p.file) ? undefined : sources.get(`speech/${p.file}`);
       const record = sources.get(p.file) ?? speechRecord;
-      partial.push({ file: p.file, keptBytes, totalBytes, source: record?.source ?? null, downloadingNow, kind: speechRecord ? "speech" : "llm" });
+      // Before ipull writes its first progress record the file says nothing; the pull recorded the announced
+      // size when it began (a whole model's size, so only for a model in one file).
+      const announced = filesOfModel(p.file).length === 1 ? (record?.size_bytes ?? null) : null;
+      partial.push({
+        file: p.file,
+        keptBytes,
+        totalBytes: totalBytes ?? announced,
+        source: record?.source ?? null,
+        downloadingNow,
+        kind: speechRecord ? "speech" : "llm",
+      });
     }
     const activeSpeech = this.activeModel.active("speech");
     const speech: ModelEntry[] = [];
