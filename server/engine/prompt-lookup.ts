@@ -18,11 +18,16 @@ export interface PromptLookupOptions {
   maxNgram: number;
   /** The shortest n-gram matched. */
   minNgram: number;
-  /** At most this many tokens are proposed. */
+  /**
+   * At most this many tokens are proposed. 64 by default, all of SPECULATION_BATCH_GUESSES: a lone answer that
+   * copies long stretches (a rewritten file) guesses as far as its keep rate and the step's measured price say
+   * it pays; with 16, a lone echo answer's steps stopped at 17 tokens where a token of a larger step cost 0.95 ms
+   * against a step's 5 ms (docs/performance.md section 35). Several answers share the batch's guesses.
+   */
   maxDraft: number;
 }
 
-export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 32, minNgram: 2, maxDraft: 16 });
+export const PROMPT_LOOKUP_DEFAULTS: Readonly<PromptLookupOptions> = Object.freeze({ maxNgram: 32, minNgram: 2, maxDraft: 64 });
 
 /**
  * The tokens that followed the latest earlier occurrence of the context's last n tokens (n from maxNgram

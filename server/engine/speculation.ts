@@ -9,7 +9,7 @@ import type { TokenMetadata } from "./token-probabilities.js";
 
 /**
  * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
- * shared among the evaluations on the loop (prompt lookup's and a draft model's 16 each for up to four), so
+ * shared among the evaluations on the loop (16 each for four; a lone one may take all 64 from prompt lookup), so
  * that the steps of several streams do not grow into a prompt's batch. The step then keeps what its measured
  * costs say is worth it (step-costs.ts). On a CPU larger steps cost less a token up to 20 to 30 tokens and
  * about the same beyond: with guesses 16 at most and 64 a batch instead of 8 and 32, bench:spec's echo
