@@ -56,9 +56,11 @@ export function microBatches(parts: ReadonlyArray<{ sequence: number; tokens: nu
 }
 
 /**
- * A size's cost is the lower median of its last few measurements: single decodes are noisy (a page fault, a
- * busy core, the first decode of a size allocating), machines drift, and one slow decode must not make a
- * size look dear for good.
+ * A size's cost is the lower quartile of its last few measurements (the second fastest of 5): single decodes
+ * are noisy (a page fault, a busy core, the first decode of a size allocating, a client's burst of work), and
+ * a few slow ones in a row must not make the usual size look dear (with the lower median, three slow 17-token
+ * decodes made a lone echo stream take steps of 10 for six steps, docs/performance.md section 34); machines
+ * drift, so the window moves, and a size that has really become dearer is priced so after four measurements.
  */
 export const STEP_COST_WINDOW = 5;
 
@@ -91,7 +93,7 @@ export class StepCosts {
     const last = this.ms.get(size);
     if (!last) return undefined;
     const sorted = [...last].sort((a, b) => a - b);
-    return sorted[Math.floor((sorted.length - 1) / 2)];
+    return sorted[Math.floor((sorted.length - 1) / 4)];
   }
 
   /**

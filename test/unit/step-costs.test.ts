@@ -81,7 +81,7 @@ describe("StepCosts", () => {
     expect(kept).toBeGreaterThanOrEqual(15);
   });
 
-  it("takes the lower median of a size's last measurements: one slow decode does not make it dear", () => {
+  it("takes the lower quartile of a size's last measurements: slow decodes do not make it dear", () => {
     const costs = new StepCosts();
     costs.record(4, 400); // a first decode slowed by page faults
     expect(costs.pass(4)).toBe(400);
@@ -89,10 +89,33 @@ describe("StepCosts", () => {
     expect(costs.pass(4)).toBe(170);
     costs.record(4, 180);
     costs.record(4, 900); // a busy core
-    expect(costs.pass(4)).toBe(180);
-    // The machine slows down for good: the last STEP_COST_WINDOW decide.
-    for (let i = 0; i < STEP_COST_WINDOW; i++) costs.record(4, 300);
+    costs.record(4, 185);
+    expect(costs.pass(4)).toBe(180); // the second fastest of the last 5
+    // The machine slows down for good: priced so once four of the last STEP_COST_WINDOW are slower.
+    for (let i = 0; i < 2; i++) costs.record(4, 300);
+    expect(costs.pass(4)).toBe(185);
+    costs.record(4, 300);
     expect(costs.pass(4)).toBe(300);
+    for (let i = 0; i < STEP_COST_WINDOW; i++) costs.record(4, 310);
+    expect(costs.pass(4)).toBe(310);
+  });
+
+  it("keeps a lone stream's usual step after three slow decodes of it in a row (a busy moment, not a dearer size)", () => {
+    // An echo stream (F32, 2 threads, about 5 + 0.95 n ms a step of n tokens): steps of 17 tokens, a few of 11
+    // and 8 at the ends of runs, then three 17-token decodes of 29 to 32 ms (docs/performance.md section 34's trace).
+    const truth = (n: number) => 5 + 0.95 * n;
+    const costs = new StepCosts();
+    costs.record(8, truth(8));
+    costs.record(11, truth(11));
+    for (const ms of [truth(17), truth(17) + 0.5, 29, 31, 32]) costs.record(17, ms);
+    const step = parts([1, 16, 0.99]);
+    expect(keptGuesses(step, costs, false, 512)).toEqual([16]);
+    // Priced at 29 ms (the lower median of those five), the usual step looked dearer a token than one of 11.
+    const median = new StepCosts();
+    median.record(8, truth(8));
+    median.record(11, truth(11));
+    median.record(17, 29);
+    expect(keptGuesses(step, median, false, 512)[0]).toBeLessThan(16);
   });
 
   it("asks every STEP_COST_EXPLORE_EVERY-th priced step to keep every guess and measure again", () => {
