@@ -136,10 +136,13 @@ export class PromptLookupIndex {
 
 /**
  * The request's texts as an answer that writes JSON quotes them inside its strings (a tool call's arguments,
- * structured output): escaped, as JSON.stringify writes them, without the quotes. A coding agent's Write or
+ * structured output): as JSON.stringify writes them, escaped and in quotes. A coding agent's Write or
  * Edit call repeats a file the prompt holds as it is (a tool's result, a user's paste), with real line breaks
  * and quotes, where the call's arguments have `\n` and `\"`; prompt lookup matches tokens, so the raw copy
  * guesses at most to the end of a line. Guessing from this text too, a step's guesses go on across them.
+ * The opening quote is kept: a string's first characters then match the copy that opens with them (three
+ * tokens with the quote) over any other occurrence of two (the `gu` of a forced call's `"arguments"` just
+ * before won the tie, as the latest), and a tokenizer reads the copy's start as it reads the answer's.
  * Only texts that JSON escapes at all (a line break, a quote, a backslash, a control character), the latest
  * first, at most `maxChars` characters together; in the order they came, one to a line.
  */
@@ -150,7 +153,7 @@ export function jsonQuotedText(texts: readonly string[], maxChars: number): stri
     const text = texts[i]!;
     // eslint-disable-next-line no-control-regex
     if (!/["\\\u0000-\u001f]/.test(text)) continue;
-    const escaped = JSON.stringify(text).slice(1, -1);
+    const escaped = JSON.stringify(text);
     const piece = escaped.length <= maxChars - chars ? escaped : escaped.slice(escaped.length - (maxChars - chars));
     pieces.push(piece);
     chars += piece.length;

@@ -87,17 +87,17 @@ describe("PromptLookupIndex", () => {
 });
 
 describe("jsonQuotedText", () => {
-  it("gives the texts JSON escapes as a JSON string writes them, without the quotes, one to a line", () => {
-    expect(jsonQuotedText(["no escapes here", 'a "quote"', "two\nlines\\"], 1000)).toBe('a \\"quote\\"\ntwo\\nlines\\\\');
-    expect(jsonQuotedText(["tab\there", "bell\u0007"], 1000)).toBe("tab\\there\nbell\\u0007");
+  it("gives the texts JSON escapes as a JSON string writes them, in their quotes, one to a line", () => {
+    expect(jsonQuotedText(["no escapes here", 'a "quote"', "two\nlines\\"], 1000)).toBe('"a \\"quote\\""\n"two\\nlines\\\\"');
+    expect(jsonQuotedText(["tab\there", "bell\u0007"], 1000)).toBe('"tab\\there"\n"bell\\u0007"');
     expect(jsonQuotedText(["plain", "words"], 1000)).toBe("");
   });
 
   it("keeps the latest texts within maxChars, the latest whole and the one before it cut at its start", () => {
     const older = "first\nfile";
     const newer = "second\nfile";
-    expect(jsonQuotedText([older, newer], 12)).toBe("second\\nfile");
-    expect(jsonQuotedText([older, newer], 16)).toBe("file\nsecond\\nfile");
+    expect(jsonQuotedText([older, newer], 14)).toBe('"second\\nfile"');
+    expect(jsonQuotedText([older, newer], 19)).toBe('file"\n"second\\nfile"');
   });
 });
 
@@ -119,6 +119,18 @@ describe("prompt lookup inside a JSON string that quotes the prompt", () => {
     expect(withCopy.draft([...prompt, ...answer], 3)).toEqual([4, 7, 8, 5, 6]);
     // Both copies match "c d"; the escaped one matches further back (the escape before it) and wins.
     expect(withCopy.draft([...prompt, ...answer, 3], 4)).toEqual([7, 8, 5, 6]);
+  });
+
+  it("starts the string from the copy in quotes, not from the latest two tokens that match (a forced call's \"arguments\")", () => {
+    // Quote 50; the answer's fed opening ends `"arguments": {"content": "`: a 61, g 1, u 2, ments 70, then
+    // colon 60 and the string's quote; the string's first two tokens are the file's a b (1 2).
+    const prompt = [40, 41, ...raw, 42, 43];
+    const answer = [50, 61, 1, 2, 70, 50, 60, 50, 1];
+    const inQuotes = new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, [50, ...escaped, 50]);
+    expect(inQuotes.draft([...prompt, ...answer], 2)).toEqual([7, 8, 3, 4, 7, 8, 5, 6, 50]);
+    // Without its quote the copy matches two tokens back, as "arguments" does later on: that one wins.
+    const bare = new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, escaped);
+    expect(bare.draft([...prompt, ...answer], 2)[0]).toBe(70);
   });
 
   it("still takes the latest occurrence where two match as far back", () => {
