@@ -935,7 +935,8 @@ export class SlotLoop {
     if (track.closed || this.model.isEogToken(token) || more <= 0) return;
     const room = this.context.contextSize - 2 - (track.sequence._nextTokenIndex + 1);
     if (room < 0) return;
-    const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room), this.live) ?? [];
+    // A token and its guesses fit one batch, whatever its size (64 guesses from prompt lookup alone).
+    const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room, this.context.batchSize - 1), this.live) ?? [];
     const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
     if (Array.isArray(guessed) && draft.length === 0 && track.guesser !== null && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;

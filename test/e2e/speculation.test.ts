@@ -94,6 +94,27 @@ describe("speculation (prompt lookup) in the slot loop", () => {
     expect(off.sampled.every((t) => t.speculation === undefined)).toBe(true);
   });
 
+  it("keeps a token and its guesses within a small batch", async () => {
+    const { model } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const echo = [...head, ...first.tokens, ...head];
+    const small = { model, context: await model.createContext({ contextSize: 2048, sequences: 1, threads: 1, batchSize: 8 }) };
+    const sizes: number[] = [];
+    const undo = spyOnBinding(small.context, (method, args) => {
+      if (method === "addToBatch") sizes.push((args[2] as Uint32Array).length);
+    });
+    try {
+      const on = await run(small, true, echo, { temperature: 0 }, 40);
+      expect(on.tokens).toEqual(first.tokens);
+      expect(on.sampled.filter((t) => t.speculation?.accepted).length).toBeGreaterThan(on.tokens.length / 2);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(8);
+    } finally {
+      undo();
+      await small.context.dispose();
+    }
+  });
+
   it("a generation that stops among verified tokens leaves the sequence as the token-by-token path does", async () => {
     const { model } = tiny;
     const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
