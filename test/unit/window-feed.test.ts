@@ -51,6 +51,44 @@ describe("WindowFeed", () => {
     feed.close();
   });
 
+  it("goes on without a topic whose read does not settle, and reads it again once that read ends", async () => {
+    const values: Partial<Record<WindowTopic, unknown>> = { files: ["a"], models: { n: 1 } };
+    const base = readers(values);
+    let release!: () => void;
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    let modelReads = 0;
+    const errors: WindowTopic[] = [];
+    const feed = new WindowFeed(
+      {
+        ...base,
+        // The first read of the models hangs (a reader waiting on something that does not answer).
+        models: async () => (++modelReads === 1 ? stuck.then(() => values.models) : values.models) as WindowState["models"],
+      },
+      { settleMs: 1, readTimeoutMs: 30, onError: (topic) => errors.push(topic) },
+    );
+    const first = await within(feed.watch(0), 1000);
+    expect(first).not.toBe("pending");
+    if (first === "pending") return;
+    expect(Object.keys(first.changed)).toHaveLength(7);
+    expect(errors).toEqual(["models"]);
+    // The files change while the models' read still hangs: the window is told.
+    values.files = ["a", "b"];
+    feed.touch("files", "models");
+    const update = await within(feed.watch(first.version), 1000);
+    expect(update).not.toBe("pending");
+    if (update === "pending") return;
+    expect(update.changed).toEqual({ files: ["a", "b"] });
+    // The hung read is not started again while it is under way; once it ends, the models are read anew.
+    expect(modelReads).toBe(1);
+    values.models = { n: 2 };
+    release();
+    const models = await within(feed.watch(update.version), 1000);
+    expect(models).not.toBe("pending");
+    if (models === "pending") return;
+    expect(models.changed).toEqual({ models: { n: 2 } });
+    feed.close();
+  });
+
   it("a version it never gave (the window from before a restart) gets everything again", async () => {
     const feed = new WindowFeed(readers({ status: { model: null } as unknown as WindowState["status"] }), { settleMs: 1 });
     const first = await feed.watch(0);

@@ -21,6 +21,12 @@ export interface WindowFeedOptions {
   settleMs?: number;
   /** How often background work is looked at while someone watches. Default 1 s. */
   backgroundMs?: number;
+  /**
+   * How long one topic's read may take before the feed goes on without it (the window keeps what it showed of
+   * that topic, and the topic is read again once the slow read settles). Default 5 s. Reads are one at a time,
+   * so without a bound one read that never settles would stop every topic for good.
+   */
+  readTimeoutMs?: number;
   onError?: (topic: WindowTopic, err: unknown) => void;
 }
 
@@ -30,6 +36,8 @@ interface TopicState {
   value: unknown;
 }
 
+const LATE = Symbol("late");
+
 export class WindowFeed {
   private version = 0;
   private readonly topics = new Map<WindowTopic, TopicState>();
@@ -38,6 +46,8 @@ export class WindowFeed {
   private chain: Promise<void> = Promise.resolve();
   private backgroundTimer: NodeJS.Timeout | null = null;
   private waiters = new Set<() => void>();
+  /** A topic's read still under way (one at a time: a slow one is waited on again, not started again). */
+  private readonly reading = new Map<WindowTopic, Promise<unknown>>();
   private started: Promise<void> | null = null;
   private closed = false;
 
@@ -104,7 +114,7 @@ export class WindowFeed {
       for (const topic of topics) {
         let value: unknown;
         try {
-          value = await this.readers[topic]();
+          value = await this.read(topic);
         } catch (err) {
           this.options.onError?.(topic, err);
           continue;
@@ -118,6 +128,35 @@ export class WindowFeed {
     });
     this.chain = run.catch(() => undefined);
     return run;
+  }
+
+  /** A topic's value, or an error once its read has taken readTimeoutMs (it is read again when that read settles). */
+  private async read(topic: WindowTopic): Promise<unknown> {
+    let pending = this.reading.get(topic);
+    if (pending === undefined) {
+      const started = this.readers[topic]();
+      pending = started;
+      this.reading.set(topic, started);
+      const done = () => {
+        if (this.reading.get(topic) === started) this.reading.delete(topic);
+      };
+      started.then(done, done);
+    }
+    const ms = this.options.readTimeoutMs ?? 5000;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<typeof LATE>((resolve) => {
+      timer = setTimeout(() => resolve(LATE), ms);
+      timer.unref?.();
+    });
+    try {
+      const outcome = await Promise.race([pending, late]);
+      if (outcome !== LATE) return outcome;
+      const again = () => this.touch(topic);
+      pending.then(again, again);
+      throw new Error(`Reading it took more than ${ms} ms; the window keeps what it showed until the read ends.`);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Reads the topics of work under way once a second, while someone waits for a change. */
