@@ -4,7 +4,7 @@
 // about whether a guess is worth a position of the batch lives in this file, nothing about the batch.
 import type { SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import type { DraftSource } from "./draft-model.js";
-import { PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex } from "./prompt-lookup.js";
+import { joinTokens, PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex, type TokenRun } from "./prompt-lookup.js";
 import type { TokenMetadata } from "./token-probabilities.js";
 
 /**
@@ -166,7 +166,7 @@ export class Guesser {
    * none while the back-off waits or guesses are kept too seldom to be worth a position. Each call is a
    * token: the back-off counts it. A draft model's guesses come later (a promise): it writes them first.
    */
-  guess(context: ArrayLike<number>, token: Token, limit: number, live: number): Token[] | Promise<Token[]> {
+  guess(context: readonly number[], token: Token, limit: number, live: number): Token[] | Promise<Token[]> {
     if (this.wait > 0) {
       this.wait--;
       return [];
@@ -182,7 +182,7 @@ export class Guesser {
     const maxDraft = Math.min(most, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
     if (maxDraft <= 0) return [];
     // A copy: the draft model reads it later, when the sequence may have changed.
-    if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...Array.from(context as ArrayLike<Token>), token], maxDraft);
+    if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...(context as readonly Token[]), token], maxDraft);
     return this.index().draft(context, token, maxDraft) as Token[];
   }
 
@@ -213,7 +213,7 @@ export class Guesser {
   }
 
   /** Whether a lone evaluation would guess after `token` now (a solo run gives way to a step with guesses). */
-  wouldGuess(context: ArrayLike<number>, token: Token): boolean {
+  wouldGuess(context: TokenRun, token: Token): boolean {
     // A draft model's guesses are not known before it writes them: a step asks it.
     if (this.draftModel) return this.wait === 0 && guessLength(this.rate, 1) > 0;
     return this.wait === 0 && guessLength(this.rate, 1) > 0 && this.index().draft(context, token, 1).length > 0;
@@ -221,11 +221,12 @@ export class Guesser {
 
   /**
    * Whether it would guess after the last token a solo run sampled: the sequence's tokens (`held`), the run's
-   * feed and the tokens sampled before that one are the context. (The run then gives way to steps with guesses.)
+   * feed and the tokens sampled before that one are the context, read where they are (asked at each delivery of
+   * the run: a copy would be a coding agent's whole context each time). (The run then gives way to steps with guesses.)
    */
   wouldGuessAfterRun(held: readonly Token[], feed: readonly Token[], sampled: readonly Token[]): boolean {
     if (sampled.length === 0) return false;
-    return this.wouldGuess([...held, ...feed, ...sampled.slice(0, -1)], sampled.at(-1)!);
+    return this.wouldGuess(joinTokens(held, feed, sampled.slice(0, -1)), sampled.at(-1)!);
   }
 
   /** A token made without a step of the loop's (a solo run's): the back-off counts it. */

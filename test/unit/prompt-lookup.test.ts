@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonQuotedText, PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex, promptLookupDraft } from "../../server/engine/prompt-lookup.js";
+import { joinTokens, jsonQuotedText, PROMPT_LOOKUP_DEFAULTS, PromptLookupIndex, promptLookupDraft } from "../../server/engine/prompt-lookup.js";
 
 describe("promptLookupDraft", () => {
   it("proposes what followed the latest earlier occurrence of the context's last n-gram", () => {
@@ -54,6 +54,15 @@ describe("PromptLookupIndex", () => {
         context.push(next);
       }
     }
+  });
+
+  it("drafts from parts joined without a copy as from the one array they make", () => {
+    const held = [1, 2, 3, 4, 5, 9, 2, 3];
+    const joined = joinTokens(held, [7, 8], [2]);
+    expect(joined.length).toBe(11);
+    expect([joined.at(0), joined.at(8), joined.at(10), joined.at(11)]).toEqual([1, 7, 2, undefined]);
+    expect(new PromptLookupIndex().draft(joined, 3)).toEqual(new PromptLookupIndex().draft([...held, 7, 8, 2], 3));
+    expect(new PromptLookupIndex().draft(joined, 3)).toEqual([7, 8, 2, 3]);
   });
 
   it("never drafts from a tail that was erased and written again with other tokens", () => {
