@@ -7,7 +7,7 @@
 // rpc-server with the RPC backend (.cache/upstream, `npm run upstream:build`, run by CI before `npm test`).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -124,6 +124,20 @@ export function ensurePeerTool(target: string, log: (line: string) => void): str
     run("cmake", ["--build", build, "--target", target, "-j", String(availableParallelism())], ROOT);
   }
   return binary;
+}
+
+/**
+ * `out`: the GGUF at `from` quantized to `type` (Q8_0, Q4_K_M, ...) by llama.cpp's llama-quantize from
+ * bench:peer's build (built first if needed); kept, and not made again, once there.
+ */
+export function ensureQuantized(from: string, out: string, type: string, log: (line: string) => void): string {
+  if (existsSync(out)) return out;
+  const quantize = ensurePeerTool("llama-quantize", log);
+  log(`quantizing ${from} to ${type}`);
+  const r = spawnSync(quantize, [from, `${out}.partial`, type], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`llama-quantize failed: ${r.stderr.slice(-2000)}`);
+  renameSync(`${out}.partial`, out);
+  return out;
 }
 
 // `tsx bench/llama-server-build.ts upstream`: CI's build step (skipped when a current build exists).

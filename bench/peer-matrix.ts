@@ -18,11 +18,11 @@
 // cores the small cells take about 3 minutes each, the large ones about 6 (the first run also generates the
 // large model, 3.3 GB in F32, and quantizes it: a few minutes more).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ensurePeerTool, PEER_CACHE, ROOT } from "./llama-server-build.js";
+import { ensureQuantized, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL, type PeerModelShape } from "./peer-model.js";
 
 const { values } = parseArgs({
@@ -76,15 +76,7 @@ function modelFile(size: Size, headSize: number, type: WeightType): string {
   const base = size.name === "small" ? (nHead === 8 ? "model" : `model-h${nHead}`) : `large-h${nHead}`;
   const f32 = ensurePeerModel(join(PEER_CACHE, `${base}.gguf`), { ...size.shape, nHead });
   if (type === "F32") return f32;
-  const out = join(PEER_CACHE, `${base}-${type}.gguf`);
-  if (!existsSync(out)) {
-    const quantize = ensurePeerTool("llama-quantize", log);
-    log(`quantizing ${f32} to ${type}`);
-    const r = spawnSync(quantize, [f32, `${out}.partial`, type], { encoding: "utf8" });
-    if (r.status !== 0) throw new Error(`llama-quantize failed: ${r.stderr.slice(-2000)}`);
-    renameSync(`${out}.partial`, out);
-  }
-  return out;
+  return ensureQuantized(f32, join(PEER_CACHE, `${base}-${type}.gguf`), type, log);
 }
 
 interface PeerSeries {

@@ -40,7 +40,7 @@
 // Usage: npm run bench:spec [-- --threads 1,2] [--rounds N (3)] [--tokens N (128)] [--sequences N (4)]
 //                             [--workloads echo,tool,edit,norepeat,peer,draft] [--warmup-streams N (1)] [--json OUT.json]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--peer-spec "LLAMA-SERVER OPTIONS"]
-//                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0]
+//                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0|q4_k_m]
 // Not part of `npm test`. Builds llama-server the first time as bench:peer does (cached in .cache/peer).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -50,7 +50,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
 import { freePort, stopProcess, wordsText } from "./common.js";
-import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
+import { ensureLlamaServer, ensureQuantized, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { ECHO_MODEL, ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
 
@@ -74,7 +74,11 @@ const { values } = parseArgs({
     "peer-off": { type: "boolean", default: false },
     /** svc only: no llama-server. */
     "no-peer": { type: "boolean", default: false },
-    /** The echo model's block matrices: f32 (default) or q8_0 (a quantized model's costs). */
+    /**
+     * The echo model's weights: f32 (default); q8_0 (the blocks' matrices in Q8_0, written by the GGUF writer);
+     * q4_k_m (the F32 model quantized by llama.cpp's llama-quantize, embedding and output too: the format users
+     * run, built the first time with bench:peer's llama.cpp build).
+     */
     weights: { type: "string", default: "f32" },
   },
 });
@@ -518,8 +522,13 @@ function report(groups: GroupResult[]): string {
 }
 
 const binary = values["no-peer"] ? "" : (values["llama-server"] ?? ensureLlamaServer(log));
-if (values.weights !== "f32" && values.weights !== "q8_0") throw new Error(`--weights takes f32 or q8_0, not ${values.weights}`);
-const echoModel = values.weights === "q8_0" ? ensureEchoModel(join(ROOT, ".cache", "spec", "echo-q8_0.gguf"), { ...ECHO_MODEL, weights: "q8_0" }) : ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf"));
+if (!["f32", "q8_0", "q4_k_m"].includes(values.weights!)) throw new Error(`--weights takes f32, q8_0 or q4_k_m, not ${values.weights}`);
+const echoModel =
+  values.weights === "q8_0"
+    ? ensureEchoModel(join(ROOT, ".cache", "spec", "echo-q8_0.gguf"), { ...ECHO_MODEL, weights: "q8_0" })
+    : values.weights === "q4_k_m"
+      ? ensureQuantized(ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf")), join(ROOT, ".cache", "spec", "echo-Q4_K_M.gguf"), "Q4_K_M", log)
+      : ensureEchoModel(join(ROOT, ".cache", "spec", "echo.gguf"));
 const peerModel = workloads.includes("peer") ? ensurePeerModel(join(PEER_CACHE, "model.gguf")) : "";
 const draftPair = workloads.includes("draft")
   ? {
