@@ -740,10 +740,12 @@ export class SlotLoop {
         let presampled: number[] | null = null;
         try {
           if (presample) for (const e of sampling) configure(e.track);
-          if (this.threads) binding.setThreads(this.threads.forBatch(batchTokens));
+          const threads = this.threads?.forBatch(batchTokens);
+          if (threads !== undefined) binding.setThreads(threads);
           const started = performance.now();
           if (presample) presampled = await binding.decodeBatchAndSample!(Uint32Array.from(sampling.map((e) => e.logit)), sampling.map((e) => e.track.sampler));
           else await binding.decodeBatch();
+          if (threads !== undefined) this.threads!.decoded(batchTokens, threads, performance.now() - started);
           // A step of generations (what is priced) that was one pass over the weights prices passes of its
           // size; prompts' chunks are not recorded (their sizes are never a step's).
           if (prompts.length === 0) {

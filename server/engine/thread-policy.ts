@@ -28,6 +28,15 @@
 // decodes and solo runs. node-llama-cpp's own decodes (only where the slot loop cannot run: another binding)
 // use the context's count.
 //
+// Then a lone token's count, measured. Where a pool of one thread keeps every thread for a lone sequence,
+// whether one core fewer is faster depends on the model: a token of the 110 MB F32 model (7 ms) decoded
+// 1.1 to 1.3 times faster with 2 threads than with 1 on 2 cores, while a token of a 17 MB Q4_K_M model
+// (2 ms) decoded 1.4 to 2.1 times slower, its decodes taking 2 to 45 ms instead of 2 as the JavaScript
+// thread and the client woke for each token and pushed a spinning thread off its core (docs/performance.md,
+// section 37). So the lone decodes try both counts, keep the one whose recent decodes took less time on
+// average (a spike is what that cost is made of, so the mean, not a quartile), and try the other again now
+// and then (LoneDecodeThreads).
+//
 // Last, other processes. ggml's threads wait for each other at every operation by spinning; when another
 // process keeps one of the cores busy, the thread that is off the CPU holds all the others up. With a
 // process busy on one of 2 cores all the time, 2 threads generated a lone answer 8 times slower than 1
@@ -159,6 +168,61 @@ export class CoreContention {
   }
 }
 
+/** Lone decodes measured by each count: the last this many. */
+export const LONE_DECODE_WINDOW = 8;
+/** Decodes each count gets, in turn, before the two are compared. */
+export const LONE_DECODE_FIRST = 4;
+/** The other count is tried again every this many lone decodes while the two are within LONE_DECODE_CLOSE... */
+export const LONE_DECODE_EXPLORE_CLOSE = 32;
+/** ...and every this many once the one chosen is at least that much (1.25 times) faster. */
+export const LONE_DECODE_EXPLORE_FAR = 256;
+export const LONE_DECODE_CLOSE = 1.25;
+
+/**
+ * The threads of a lone token's decode, chosen between `wanted` and one fewer by what decodes with each took
+ * (the mean of the last LONE_DECODE_WINDOW): first LONE_DECODE_FIRST of each in turn, then the faster, with
+ * the other tried again every LONE_DECODE_EXPLORE_CLOSE-th decode (LONE_DECODE_EXPLORE_FAR-th when it is
+ * clearly slower: a try costs that much) so that a change (a longer context, another load on the machine) is
+ * seen. Pure: the loop says what each decode took (`record`).
+ */
+export class LoneDecodeThreads {
+  private readonly ms = new Map<number, number[]>();
+  private decodes = 0;
+  readonly fewer: number;
+
+  constructor(readonly wanted: number) {
+    this.fewer = Math.max(1, wanted - 1);
+  }
+
+  /** The count for the next lone decode. */
+  next(): number {
+    if (this.fewer === this.wanted) return this.wanted;
+    const a = this.ms.get(this.wanted)?.length ?? 0;
+    const b = this.ms.get(this.fewer)?.length ?? 0;
+    if (a < LONE_DECODE_FIRST || b < LONE_DECODE_FIRST) return a <= b ? this.wanted : this.fewer;
+    const wantedMs = this.mean(this.wanted);
+    const fewerMs = this.mean(this.fewer);
+    const [best, other] = wantedMs <= fewerMs ? [this.wanted, this.fewer] : [this.fewer, this.wanted];
+    const ratio = Math.max(wantedMs, fewerMs) / Math.max(Math.min(wantedMs, fewerMs), 1e-6);
+    const every = ratio < LONE_DECODE_CLOSE ? LONE_DECODE_EXPLORE_CLOSE : LONE_DECODE_EXPLORE_FAR;
+    return ++this.decodes % every === 0 ? other : best;
+  }
+
+  /** A lone decode with `threads` took `ms` (counts other than the two are not kept: a cap chose them). */
+  record(threads: number, ms: number): void {
+    if ((threads !== this.wanted && threads !== this.fewer) || !(ms >= 0) || !Number.isFinite(ms)) return;
+    const last = this.ms.get(threads) ?? [];
+    last.push(ms);
+    if (last.length > LONE_DECODE_WINDOW) last.shift();
+    this.ms.set(threads, last);
+  }
+
+  private mean(threads: number): number {
+    const last = this.ms.get(threads)!;
+    return last.reduce((sum, ms) => sum + ms, 0) / last.length;
+  }
+}
+
 export interface ThreadPolicyOptions {
   /** Caps each decode's threads at the cores other processes leave free. */
   contention?: CoreContention;
@@ -178,6 +242,7 @@ export class DecodeThreads {
   private lastCap: number;
   private readonly capped: boolean;
   private readonly cores: number;
+  private readonly lone: LoneDecodeThreads;
 
   private constructor(
     private readonly split: ThreadSplit,
@@ -186,17 +251,23 @@ export class DecodeThreads {
     this.capped = options.contention !== undefined && split.batch > 1;
     this.cores = options.cores ?? availableParallelism();
     this.lastCap = split.batch;
+    this.lone = new LoneDecodeThreads(split.single);
   }
 
   /** The policy for a context, or null where every decode takes the context's own count (nothing to choose). */
   static for(split: ThreadSplit, options: ThreadPolicyOptions = {}): DecodeThreads | null {
     const capped = options.contention !== undefined && split.batch > 1;
-    return split.batch === split.single && !capped ? null : new DecodeThreads(split, options);
+    return split.batch === split.single && split.single === 1 && !capped ? null : new DecodeThreads(split, options);
   }
 
-  /** The count for a decode of `tokens` tokens. */
+  /** The count for a decode of `tokens` tokens (a lone token's: measured, LoneDecodeThreads). */
   forBatch(tokens: number): number {
-    return this.capAt(tokens > 1 ? this.split.batch : this.split.single);
+    return this.capAt(tokens > 1 ? this.split.batch : this.lone.next());
+  }
+
+  /** What a decode of `tokens` tokens with `threads` took (the loop says so after each). */
+  decoded(tokens: number, threads: number, ms: number): void {
+    if (tokens === 1) this.lone.record(threads, ms);
   }
 
   /**

@@ -4,7 +4,19 @@ import { createRequire } from "node:module";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, systemCpuClock, usesOpenMp, type CpuClock } from "../../server/engine/thread-policy.js";
+import {
+  CoreContention,
+  DecodeThreads,
+  libuvPoolThreads,
+  LONE_DECODE_EXPLORE_CLOSE,
+  LONE_DECODE_EXPLORE_FAR,
+  LONE_DECODE_FIRST,
+  LoneDecodeThreads,
+  splitThreads,
+  systemCpuClock,
+  usesOpenMp,
+  type CpuClock,
+} from "../../server/engine/thread-policy.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
@@ -101,11 +113,77 @@ describe("DecodeThreads", () => {
     expect(threads.forSolo()).toBe(1);
   });
 
-  it("is null where there is nothing to choose: the context's own count for every decode", () => {
+  it("is null where there is nothing to choose: one thread for every decode", () => {
     expect(DecodeThreads.for({ batch: 1, single: 1 })).toBeNull();
-    expect(DecodeThreads.for({ batch: 2, single: 2 })).toBeNull();
     expect(DecodeThreads.for({ batch: 1, single: 1 }, { contention: new CoreContention() })).toBeNull();
+    // A lone token's count is measured between 2 and 1 (LoneDecodeThreads).
+    expect(DecodeThreads.for({ batch: 2, single: 2 })).not.toBeNull();
     expect(DecodeThreads.for({ batch: 2, single: 2 }, { contention: new CoreContention() })).not.toBeNull();
+  });
+
+  it("measures a lone token's decodes with the single count and one fewer, and keeps the faster; batches keep every thread", () => {
+    const threads = DecodeThreads.for({ batch: 2, single: 2 })!;
+    // The 17 MB Q4_K_M model on 2 cores (docs/performance.md section 37): 2 threads 2 to 45 ms a token, 1 thread 2.
+    const took = (n: number) => (n === 2 ? 9.7 : 2.1);
+    const used: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const n = threads.forBatch(1);
+      used.push(n);
+      threads.decoded(1, n, took(n));
+      expect(threads.forBatch(20)).toBe(2);
+      threads.decoded(20, 2, 30); // not a lone decode: not counted
+    }
+    expect(used.slice(0, 2 * LONE_DECODE_FIRST)).toEqual([2, 1, 2, 1, 2, 1, 2, 1]);
+    expect(used.slice(2 * LONE_DECODE_FIRST)).toEqual(Array(40 - 2 * LONE_DECODE_FIRST).fill(1));
+    expect(threads.forSolo()).toBe(2); // a solo run (svc engine build) sets its own count as it starts
+  });
+});
+
+describe("LoneDecodeThreads", () => {
+  /** The counts of `decodes` lone decodes after the first of each, each taking `took(threads)` ms. */
+  function run(choice: LoneDecodeThreads, took: (threads: number) => number, decodes: number): number[] {
+    const used: number[] = [];
+    for (let i = 0; i < 2 * LONE_DECODE_FIRST + decodes; i++) {
+      const n = choice.next();
+      if (i >= 2 * LONE_DECODE_FIRST) used.push(n);
+      choice.record(n, took(n));
+    }
+    return used;
+  }
+  const count = (used: number[], n: number) => used.filter((u) => u === n).length;
+
+  it("keeps every thread where they are faster (the 110 MB F32 model: 5.5 ms against 7), trying one fewer every 256th decode", () => {
+    const used = run(new LoneDecodeThreads(2), (n) => (n === 2 ? 5.5 : 7), 1024);
+    expect(count(used, 1)).toBe(1024 / LONE_DECODE_EXPLORE_FAR);
+    expect(count(used, 2)).toBe(1024 - 1024 / LONE_DECODE_EXPLORE_FAR);
+  });
+
+  it("tries the other count every 32nd decode while the two are within a quarter of each other", () => {
+    const used = run(new LoneDecodeThreads(8), (n) => (n === 7 ? 10 : 11), 256);
+    expect(new Set(used)).toEqual(new Set([7, 8]));
+    expect(count(used, 8)).toBe(256 / LONE_DECODE_EXPLORE_CLOSE);
+  });
+
+  it("follows a change: the count chosen becomes slower and the other is taken at its next try", () => {
+    const choice = new LoneDecodeThreads(2);
+    let slowTwo = false;
+    const took = (n: number) => (n === 2 ? (slowTwo ? 12 : 4.5) : 5);
+    expect(count(run(choice, took, 64), 2)).toBe(64 - 64 / LONE_DECODE_EXPLORE_CLOSE);
+    // The client now wakes the JavaScript thread for every token: two threads' decodes take three times as long.
+    slowTwo = true;
+    const after = run(choice, took, 64);
+    // Within a window of 2's decodes the mean passes 1's, and 1 is kept from then on but for its tries of 2.
+    expect(after.slice(-32).filter((n) => n === 2).length).toBeLessThanOrEqual(1);
+  });
+
+  it("has nothing to choose with one thread, and keeps no decode made with a count a cap chose", () => {
+    const one = new LoneDecodeThreads(1);
+    expect([one.next(), one.next(), one.next()]).toEqual([1, 1, 1]);
+    const two = new LoneDecodeThreads(4);
+    two.record(2, 0.5); // capped to 2 by other processes' load: neither 4 nor 3
+    expect(two.next()).toBe(4);
+    two.record(4, 10);
+    expect(two.next()).toBe(3);
   });
 });
 
