@@ -176,6 +176,7 @@ export const LONE_DECODE_FIRST = 4;
 export const LONE_DECODE_EXPLORE_CLOSE = 32;
 /** ...and every this many once the one chosen is at least that much (1.25 times) faster. */
 export const LONE_DECODE_EXPLORE_FAR = 256;
+/** How much slower (the ratio of the two means) the other count may be and still be tried every 32nd decode. */
 export const LONE_DECODE_CLOSE = 1.25;
 
 /**
@@ -256,8 +257,8 @@ export class DecodeThreads {
 
   /** The policy for a context, or null where every decode takes the context's own count (nothing to choose). */
   static for(split: ThreadSplit, options: ThreadPolicyOptions = {}): DecodeThreads | null {
-    const capped = options.contention !== undefined && split.batch > 1;
-    return split.batch === split.single && split.single === 1 && !capped ? null : new DecodeThreads(split, options);
+    // One thread for everything: no count to choose, nothing to cap (the lone count is never above the batch's).
+    return split.batch <= 1 ? null : new DecodeThreads(split, options);
   }
 
   /** The count for a decode of `tokens` tokens (a lone token's: measured, LoneDecodeThreads). */
