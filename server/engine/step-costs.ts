@@ -65,20 +65,10 @@ export function microBatches(parts: ReadonlyArray<{ sequence: number; tokens: nu
 export const STEP_COST_WINDOW = 5;
 
 /**
- * The first priced step and one in this many after it keep more guesses than the prices say (up to
- * STEP_COST_EXPLORE_BUDGET), so that a larger size gets measured: one never measured, or one priced too
- * dear once (a slow decode), instead of avoided for good.
+ * One priced step in this many keeps every guess offered, whatever the prices say, so that a size priced
+ * too dear once (a slow decode) is measured again instead of avoided for good.
  */
 export const STEP_COST_EXPLORE_EVERY = 16;
-
-/**
- * What such a step may cost, as a multiple of the priced choice's estimate: it keeps the most guesses within
- * that (at least one more than the choice). Not every guess: where each token costs about what a decode of
- * one does (a 0.8B Q4_K_M model on a CPU without AMX: 26 ms for 1 token, 570 for 27), a step that kept a
- * lone stream's 26 guesses every 16th step took as long as 22 tokens, and cost the answer a fifth of its
- * speed (docs/performance.md section 38).
- */
-export const STEP_COST_EXPLORE_BUDGET = 2;
 
 /** The cost of a pass over the weights by its size, as measured on this loop's decodes. */
 export class StepCosts {
@@ -94,17 +84,9 @@ export class StepCosts {
     this.ms.set(size, last);
   }
 
-  /**
-   * How many guesses each part keeps while nothing can be priced (before any measurement): one, so that the
-   * step measures a small size first, not the largest guess offered.
-   */
-  unpriced(): number {
-    return 1;
-  }
-
-  /** Whether this priced step keeps more guesses than priced, to measure (the first, then each STEP_COST_EXPLORE_EVERY-th). */
+  /** Whether this priced step keeps every guess, to measure again (each STEP_COST_EXPLORE_EVERY-th). */
   explore(): boolean {
-    return this.priced++ % STEP_COST_EXPLORE_EVERY === 0;
+    return ++this.priced % STEP_COST_EXPLORE_EVERY === 0;
   }
 
   private cost(size: number): number | undefined {
@@ -116,17 +98,12 @@ export class StepCosts {
 
   /**
    * What a pass of `size` tokens costs: its own measurement; else, between two measured sizes, the line
-   * between their costs; else, larger than any measured, the line from the smallest measured to the largest
-   * carried on (never cheaper than the largest; the widest span, so that two close sizes' noise does not set
-   * the slope: 19 and 20 tokens measured 31 and 33 ms priced 65 at over 100 ms, measured at 69), or where only one
-   * size is measured, that size's cost a token (no gain from a larger pass assumed before one is measured);
-   * else, smaller than any measured, the smallest's (a pass of
-   * fewer tokens costs no more); null before any measurement. Not the cost of the next smaller size alone:
-   * priced that way, a size just under a measured one looked as cheap as the much smaller size below it, so
-   * each step tried the next size down (an echo stream's steps of 17 tokens went 16, 15, 14, ... 8 while
-   * each was measured once; docs/performance.md section 34). Not the largest's cost for any larger size
-   * either: priced that way, a lone stream's first 26 guesses looked as cheap as one token, and took 570 ms
-   * where a token takes 26 (section 38).
+   * between their costs; else, larger than any measured, the largest's (hopeful, so that a larger size gets
+   * tried and measured); else, smaller than any measured, the smallest's (a pass of fewer tokens costs no
+   * more); null before any measurement. Not the cost of the next smaller size alone: priced that way, a size
+   * just under a measured one looked as cheap as the much smaller size below it, so each step tried the next
+   * size down (an echo stream's steps of 17 tokens went 16, 15, 14, ... 8 while each was measured once;
+   * docs/performance.md section 34).
    */
   pass(size: number): number | null {
     const own = this.cost(size);
@@ -140,12 +117,7 @@ export class StepCosts {
     const below = this.cost(belowSize);
     const above = this.cost(aboveSize);
     if (below !== undefined && above !== undefined) return below + ((above - below) * (size - belowSize)) / (aboveSize - belowSize);
-    if (below === undefined) return above ?? null;
-    let smallestSize = belowSize;
-    for (const s of this.ms.keys()) if (s < smallestSize) smallestSize = s;
-    if (smallestSize === belowSize) return (below * size) / belowSize;
-    const smallest = this.cost(smallestSize)!;
-    return below + (Math.max(0, below - smallest) * (size - belowSize)) / (belowSize - smallestSize);
+    return below ?? above ?? null;
   }
 
   /** What a batch that llama.cpp splits into these passes costs; null where a pass cannot be priced. */
@@ -167,9 +139,6 @@ export class StepCosts {
  */
 export class UnpricedStepCosts extends StepCosts {
   override record(): void {}
-  override unpriced(): number {
-    return Number.POSITIVE_INFINITY;
-  }
   override explore(): boolean {
     return false;
   }
@@ -189,33 +158,24 @@ function expectedTokens(part: StepPart, kept: number): number {
 /**
  * How many of each part's guesses a step keeps: every part keeps at most the same number k (more than a part
  * has, it keeps all of its own), with k chosen for the most tokens expected per millisecond of the step's
- * passes (`costs`). Before anything is measured, `costs.unpriced()` each (one): the step then measures. On
- * the first priced step and every STEP_COST_EXPLORE_EVERY-th, the largest k whose step is priced within
- * STEP_COST_EXPLORE_BUDGET times the choice's (at least one more than the choice), so that larger sizes get
- * measured. Guesses a request
- * asked for (`asked`) are all kept, and the others priced around them. Parts whose `tokens` are not one
- * sampled token (a feed) are decoded as they are; their tokens count as one, the one they sample.
+ * passes (`costs`). All of them before anything is measured, and on every STEP_COST_EXPLORE_EVERY-th
+ * step: the step then measures. Guesses a request
+ * asked for (`asked`) are all kept, and the others priced around them. Parts whose `tokens` are not one sampled token (a feed) are decoded as they are; their
+ * tokens count as one, the one they sample.
  */
 export function keptGuesses(parts: readonly StepPart[], costs: StepCosts, unified: boolean, nUbatch: number): number[] {
   const most = Math.max(0, ...parts.map((p) => (p.asked ? 0 : p.guesses)));
-  if (most === 0) return parts.map((p) => p.guesses);
+  if (most === 0 || costs.explore()) return parts.map((p) => p.guesses);
   const keep = (p: StepPart, k: number) => (p.asked ? p.guesses : Math.min(p.guesses, k));
-  const priced: number[] = [];
-  let bestK = 0;
+  let bestK = most;
   let bestRate = -1;
   for (let k = 0; k <= most; k++) {
     const kept = parts.map((p) => keep(p, k));
     const ms = costs.estimate(microBatches(parts.map((p, i) => ({ sequence: p.sequence, tokens: p.tokens + kept[i]! })), unified, nUbatch));
-    if (ms === null) return parts.map((p) => keep(p, costs.unpriced()));
-    priced.push(ms);
+    if (ms === null) return parts.map((p) => p.guesses);
     const rate = parts.reduce((n, p, i) => n + expectedTokens(p, kept[i]!), 0) / Math.max(ms, 1e-3);
     // Ties go to fewer guesses: a guess must pay for its place.
     if (rate > bestRate * (1 + 1e-9)) [bestK, bestRate] = [k, rate];
-  }
-  if (costs.explore() && bestK < most) {
-    let k = bestK + 1;
-    while (k < most && priced[k + 1]! <= STEP_COST_EXPLORE_BUDGET * priced[bestK]!) k++;
-    bestK = k;
   }
   return parts.map((p) => keep(p, bestK));
 }

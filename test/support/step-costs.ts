@@ -11,9 +11,6 @@ export class FixedStepCosts extends StepCosts {
   override explore(): boolean {
     return false;
   }
-  override unpriced(): number {
-    return Number.POSITIVE_INFINITY;
-  }
   override pass(size: number): number | null {
     return this.price ? this.price(size) : null;
   }

@@ -3,22 +3,15 @@
 // are the ones measured on the 0.8B Q4_K_M model at 1 thread (docs/performance.md section 31).
 import { describe, expect, it } from "vitest";
 import { keptGuesses, microBatches, STEP_COST_EXPLORE_EVERY, STEP_COST_WINDOW, StepCosts, type StepPart } from "../../server/engine/step-costs.js";
-import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 
 const parts = (...shape: Array<[tokens: number, guesses: number, keepRate: number]>): StepPart[] =>
   shape.map(([tokens, guesses, keepRate], sequence) => ({ sequence, tokens, guesses, keepRate }));
-
-/** Costs whose first priced step (which explores) is behind them: the next steps keep what the prices say. */
-function pastFirstStep(costs: StepCosts): StepCosts {
-  costs.explore();
-  return costs;
-}
 
 /** The model's measured passes: 1 token 100 ms, 2 to 4 tokens 170, 8 tokens 200. */
 function measured(): StepCosts {
   const costs = new StepCosts();
   for (const [size, ms] of [[1, 100], [2, 170], [4, 170], [8, 200]] as const) costs.record(size, ms);
-  return pastFirstStep(costs);
+  return costs;
 }
 
 describe("microBatches", () => {
@@ -56,39 +49,21 @@ describe("StepCosts", () => {
     expect(new StepCosts().estimate([4])).toBeNull();
   });
 
-  it("prices an unmeasured size on the line between the measured sizes around it, the line from the smallest to the largest carried on above them all, and as the smallest below them", () => {
+  it("prices an unmeasured size on the line between the measured sizes around it, hopefully above them all, and as the smallest below them", () => {
     const costs = new StepCosts();
     costs.record(4, 170);
     costs.record(8, 200);
     expect(costs.pass(6)).toBe(185);
     expect(costs.pass(5)).toBe(177.5);
-    expect(costs.pass(16)).toBe(260);
+    expect(costs.pass(16)).toBe(200);
     expect(costs.pass(1)).toBe(170);
     expect(costs.estimate([4, 1])).toBe(340);
-    // From the smallest measured, not from the two largest (whose noise would set the slope).
-    costs.record(12, 230);
-    expect(costs.pass(20)).toBe(230 + 7.5 * 8);
-    // Never cheaper than the largest measured, where a larger size happened to measure cheaper.
-    const cheaper = new StepCosts();
-    cheaper.record(4, 170);
-    cheaper.record(12, 160);
-    expect(cheaper.pass(20)).toBe(160);
-  });
-
-  it("prices a size above the only one measured at that size's cost a token: no gain from a larger pass assumed", () => {
-    const costs = new StepCosts();
-    costs.record(1, 26);
-    expect(costs.pass(2)).toBe(52);
-    expect(costs.pass(27)).toBe(702);
-    // The size measured next gives the line: on a 0.8B Q4_K_M model without AMX (section 38), 26 + 25 ms a token.
-    costs.record(2, 51);
-    expect(costs.pass(27)).toBe(676);
   });
 
   it("does not walk a lone stream's steps down one size at a time (each size under a measured one priced as the one far below)", () => {
     // An echo stream on a CPU (F32, 2 threads): a step of n tokens costs about 5 + 0.95 n ms. Measured: a
     // short step at the end of an answer, a re-fed step of 16, and the usual 17 (16 guesses).
-    const costs = pastFirstStep(new StepCosts());
+    const costs = new StepCosts();
     costs.record(8, 12.4);
     costs.record(16, 18.3);
     costs.record(17, 20);
@@ -129,41 +104,26 @@ describe("StepCosts", () => {
     // An echo stream (F32, 2 threads, about 5 + 0.95 n ms a step of n tokens): steps of 17 tokens, a few of 11
     // and 8 at the ends of runs, then three 17-token decodes of 29 to 32 ms (docs/performance.md section 34's trace).
     const truth = (n: number) => 5 + 0.95 * n;
-    const costs = pastFirstStep(new StepCosts());
+    const costs = new StepCosts();
     costs.record(8, truth(8));
     costs.record(11, truth(11));
     for (const ms of [truth(17), truth(17) + 0.5, 29, 31, 32]) costs.record(17, ms);
     const step = parts([1, 16, 0.99]);
     expect(keptGuesses(step, costs, false, 512)).toEqual([16]);
     // Priced at 29 ms (the lower median of those five), the usual step looked dearer a token than one of 11.
-    const median = pastFirstStep(new StepCosts());
+    const median = new StepCosts();
     median.record(8, truth(8));
     median.record(11, truth(11));
     median.record(17, 29);
     expect(keptGuesses(step, median, false, 512)[0]).toBeLessThan(16);
   });
 
-  it("asks the first priced step and every STEP_COST_EXPLORE_EVERY-th to measure a larger size, within twice the priced step's cost", () => {
-    const costs = new StepCosts();
-    for (const [size, ms] of [[1, 100], [2, 170], [4, 170], [8, 200]] as const) costs.record(size, ms);
-    // A lone stream whose guesses seldom hold: priced, none (100 ms); exploring, 7 (a pass of 8: 200 ms), not
-    // all 20 (a pass of 21, priced at 297.5 ms on the line from 4 and 8 carried on).
-    const seldom = parts([1, 20, 0.3]);
-    const kept = Array.from({ length: 2 * STEP_COST_EXPLORE_EVERY + 1 }, () => keptGuesses(seldom, costs, false, 512)[0]);
-    expect(kept[0]).toBe(7);
-    expect(kept[STEP_COST_EXPLORE_EVERY]).toBe(7);
-    expect(kept[2 * STEP_COST_EXPLORE_EVERY]).toBe(7);
-    expect(kept.filter((k) => k !== 0)).toHaveLength(3);
-    // Where even one more guess costs over twice the choice, still one more: that size gets measured.
-    const dear = new StepCosts();
-    dear.record(1, 26);
-    expect(keptGuesses(parts([1, 26, 0.9]), dear, false, 512)).toEqual([1]);
-    // Four sequences, one guessing: the explored step is the guess's second pass (4 + 1: 270 ms).
-    const four = parts([1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9], [1, 0, 0.9]);
-    const fourCosts = new StepCosts();
-    for (const [size, ms] of [[1, 100], [2, 170], [4, 170], [8, 200]] as const) fourCosts.record(size, ms);
-    expect(keptGuesses(four, fourCosts, false, 512)).toEqual([1, 0, 0, 0]);
-    expect(keptGuesses(four, fourCosts, false, 512)).toEqual([0, 0, 0, 0]);
+  it("asks every STEP_COST_EXPLORE_EVERY-th priced step to keep every guess and measure again", () => {
+    const costs = measured();
+    const dear = parts([1, 1, 0.9], [1, 0, 0.9], [1, 0, 0.9], [1, 0, 0.9]);
+    const kept = Array.from({ length: 2 * STEP_COST_EXPLORE_EVERY }, () => keptGuesses(dear, costs, false, 512)[0]);
+    expect(kept.filter((k) => k === 1)).toHaveLength(2);
+    expect(kept[STEP_COST_EXPLORE_EVERY - 1]).toBe(1);
   });
 
   it("ignores measurements that are not durations", () => {
@@ -176,19 +136,8 @@ describe("StepCosts", () => {
 });
 
 describe("keptGuesses", () => {
-  it("keeps one guess each before anything is measured (the step measures a small size)", () => {
-    expect(keptGuesses(parts([1, 3, 0.9], [1, 0, 0.9]), new StepCosts(), false, 512)).toEqual([1, 0]);
-    // The first step priced after it explores (a pass of 2, priced at twice the measured 1); the next does not.
-    const costs = new StepCosts();
-    expect(keptGuesses(parts([1, 3, 0.3]), costs, false, 512)).toEqual([1]);
-    costs.record(1, 100);
-    expect(keptGuesses(parts([1, 3, 0.3]), costs, false, 512)).toEqual([1]);
-    expect(keptGuesses(parts([1, 3, 0.3]), costs, false, 512)).toEqual([0]);
-  });
-
-  it("keeps every guess where the tests' prices say nothing is priced (every guess checked)", () => {
-    expect(keptGuesses(parts([1, 3, 0.9], [1, 0, 0.9]), keepAllGuesses(), false, 512)).toEqual([3, 0]);
-    expect(keptGuesses(parts([1, 3, 0.9], [1, 0, 0.9]), new FixedStepCosts(null), false, 512)).toEqual([3, 0]);
+  it("keeps every guess before anything is measured (the step measures)", () => {
+    expect(keptGuesses(parts([1, 3, 0.9], [1, 0, 0.9]), new StepCosts(), false, 512)).toEqual([3, 0]);
   });
 
   it("drops one sequence's guess that would cost a second pass for the other three", () => {
@@ -217,7 +166,7 @@ describe("keptGuesses", () => {
   });
 
   it("guesses freely where a larger pass costs what one token does (a model whose weights are the cost)", () => {
-    const flat = pastFirstStep(new StepCosts());
+    const flat = new StepCosts();
     for (const size of [1, 2, 4, 8]) flat.record(size, 10);
     expect(keptGuesses(parts([1, 4, 0.5]), flat, false, 512)).toEqual([4]);
   });
