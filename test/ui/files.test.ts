@@ -46,6 +46,30 @@ describe.skipIf(skip !== null)("files in the window", () => {
     expect(await highlighted()).toBe(false);
   });
 
+  it("a file dropped as the window opens, before it has heard from the main process, is uploaded once it has", async () => {
+    // CI met this: the Files page is up before the stream's first news (the server's address), and a drop
+    // then was dropped.
+    await ui.page.goto("about:blank");
+    const release = ui.holdFeed();
+    try {
+      await ui.open("files");
+      await drop("files-dropzone", [{ name: "early.txt", type: "text/plain", base64: b64("Step zero: find the herons.") }]);
+      const waiting = ui.page.getByTestId("files-upload").filter({ hasText: "early.txt" });
+      await waiting.waitFor({ timeout: 10_000 });
+      expect(await ui.page.getByTestId("files-row").count()).toBe(0);
+    } finally {
+      release();
+    }
+    const row = ui.page.getByTestId("files-row").filter({ hasText: "early.txt" });
+    await expect.poll(() => row.getByTestId("files-status").textContent().catch(() => null), { timeout: 30_000 }).toBe("ready");
+    expect(await ui.page.getByTestId("files-upload").count()).toBe(0);
+    const id = await row.getAttribute("data-file-id");
+    await row.getByTestId("files-delete").click();
+    await row.getByTestId("files-delete-confirm").click();
+    await expect.poll(() => ui.page.getByTestId("files-row").count(), { timeout: 10_000 }).toBe(0);
+    expect(ui.server.store.files.findAny(id!)).toBeUndefined();
+  });
+
   it("uploads dropped and picked files, shows kind, status, tokens and expiry; a refused one is explained in place", async () => {
     await ui.open("files");
     await expect.poll(() => ui.page.getByTestId("files-page").textContent(), { timeout: 10_000 }).toContain("No files yet.");

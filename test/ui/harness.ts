@@ -171,6 +171,8 @@ export interface UiHarness {
   dataDir: string;
   /** Opens a page of the window (chat, keys, models, server, ...). */
   open(page: string): Promise<void>;
+  /** Holds the window's event stream (its `watch` calls) until release: the window as it opens, before it has heard anything. */
+  holdFeed(): () => void;
   screenshot(name: string): Promise<void>;
   /** Runs axe-core on the page as it is: the serious and critical violations, described. */
   axe(): Promise<string[]>;
@@ -230,7 +232,11 @@ export async function startUiHarness(modelPath?: string, config: Partial<ServeCo
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: pageUrl });
-  await context.exposeFunction("__svcConsoleCall", (method: unknown, args: unknown) => dispatchConsoleCall(service, method, args));
+  let feedHeld: Promise<void> | null = null;
+  await context.exposeFunction("__svcConsoleCall", async (method: unknown, args: unknown) => {
+    if (method === "watch" && feedHeld) await feedHeld;
+    return dispatchConsoleCall(service, method, args);
+  });
   await context.addInitScript(() => {
     const call = (window as unknown as { __svcConsoleCall: (m: string, a: unknown[]) => Promise<unknown> }).__svcConsoleCall;
     Object.defineProperty(window, "svc", { value: Object.freeze({ call: (method: string, args: unknown[]) => call(method, args) }) });
@@ -256,6 +262,13 @@ export async function startUiHarness(modelPath?: string, config: Partial<ServeCo
       else await page.goto(`${pageUrl}/index.html#/${name}`);
       await page.getByTestId(`${name}-page`).waitFor();
       if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
+    },
+    holdFeed() {
+      let release!: () => void;
+      feedHeld = new Promise<void>((resolve) => (release = resolve)).then(() => {
+        feedHeld = null;
+      });
+      return release;
     },
     pageErrors,
     screenshotsDir: SCREENSHOTS,

@@ -10,7 +10,7 @@ import { cancelBatch, createBatch, deleteBatch, fetchResults, InvalidRequestsErr
 import { ConfirmInline } from "../components/confirm-inline";
 import { DataTable, type Column } from "../components/data-table";
 import { formatBytes } from "../format";
-import { applyToWindow, useWindow } from "../state/window-state";
+import { dropFromWindow, putBatchInWindow, useWindow } from "../state/window-state";
 import { useDropTarget } from "../use-drop-target";
 
 const total = (c: MessageBatch["request_counts"]) => c.processing + c.succeeded + c.errored + c.canceled + c.expired;
@@ -50,14 +50,12 @@ export function BatchesPage() {
     }
   };
 
-  const upsert = (batch: MessageBatch) => applyToWindow({ batches: [batch, ...(batches ?? []).filter((b) => b.id !== batch.id)] });
-
   const create = (d: Draft) =>
     act(async () => {
       if (!info) return;
       setProblems([]);
       try {
-        upsert(await createBatch(info.anthropicBaseUrl, d.requests));
+        putBatchInWindow(await createBatch(info.anthropicBaseUrl, d.requests));
         setDraft(null);
       } catch (err) {
         if (!(err instanceof InvalidRequestsError)) throw err;
@@ -130,7 +128,7 @@ export function BatchesPage() {
       cell: (b) => (
         <>
           {b.processing_status === "in_progress" && (
-            <button data-testid="batch-cancel" disabled={busy} onClick={() => void act(async () => upsert(await cancelBatch(info!.anthropicBaseUrl, b.id)))}>
+            <button data-testid="batch-cancel" disabled={busy} onClick={() => void act(async () => putBatchInWindow(await cancelBatch(info!.anthropicBaseUrl, b.id)))}>
               Cancel
             </button>
           )}
@@ -154,7 +152,7 @@ export function BatchesPage() {
                   void act(async () => {
                     setConfirming(null);
                     await deleteBatch(info!.anthropicBaseUrl, b.id);
-                    applyToWindow({ batches: (batches ?? []).filter((x) => x.id !== b.id) });
+                    dropFromWindow("batches", b.id);
                     if (results?.id === b.id) setResults(null);
                   })
                 }

@@ -9,7 +9,7 @@ import { DataTable, type Column } from "../components/data-table";
 import { deleteFile, expiresIn, KIND_LABEL, uploadFile } from "../files-client";
 import { formatBytes, formatTime } from "../format";
 import { X } from "../icons";
-import { applyToWindow, useWindow } from "../state/window-state";
+import { dropFromWindow, putFileInWindow, serverInfo, useWindow } from "../state/window-state";
 import { useDropTarget } from "../use-drop-target";
 import type { FileOut } from "../../../server/features/console/wire";
 
@@ -42,15 +42,16 @@ export function FilesPage({ onGo }: { onGo?: (page: "models", section: "speech")
   const change = (key: number, patch: Partial<Upload>) => setUploads((all) => all.map((u) => (u.key === key ? { ...u, ...patch } : u)));
 
   async function upload(list: FileList | File[]) {
-    if (!info) return;
     const started = Array.from(list).map((file) => ({ file, key: nextKey.current++ }));
     setUploads((all) => [...all, ...started.map(({ file, key }) => ({ key, name: file.name, size: file.size, progress: 0, error: null }))]);
     for (const { file, key } of started) {
       try {
-        const stored = await uploadFile(info.openaiBaseUrl, file, (progress) => change(key, { progress }));
+        // Dropped as the window opens, a file waits for the server's address instead of being lost.
+        const { openaiBaseUrl } = await serverInfo();
+        const stored = await uploadFile(openaiBaseUrl, file, (progress) => change(key, { progress }));
         setUploads((all) => all.filter((u) => u.key !== key));
         // Shown at once; the pushed list follows.
-        applyToWindow({ files: [stored, ...(files ?? []).filter((f) => f.id !== stored.id)] });
+        putFileInWindow(stored);
       } catch (err) {
         change(key, { error: (err as Error).message });
       }
@@ -68,7 +69,7 @@ export function FilesPage({ onGo }: { onGo?: (page: "models", section: "speech")
     setConfirming(null);
     try {
       await deleteFile(info.openaiBaseUrl, file.id);
-      applyToWindow({ files: (files ?? []).filter((f) => f.id !== file.id) });
+      dropFromWindow("files", file.id);
     } catch (err) {
       setError((err as Error).message);
     }

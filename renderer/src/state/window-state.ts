@@ -4,6 +4,7 @@
 import type { DownloadView, FirstRunView, ModelsView, ServerInfo, StatusView, WarmStartView } from "../../../server/features/console/contract";
 import type { FileOut, MessageBatch } from "../../../server/features/console/wire";
 import { consoleApi, isDownloadRunning } from "../console-client";
+import { batchStage, fileStage, putFirst } from "./racing-answers";
 import { createStore, useStore } from "./store";
 
 export interface WindowStoreState {
@@ -61,9 +62,38 @@ export function startWindowFeed(): void {
   })();
 }
 
+/** The server's addresses, once the stream has brought them (a file may be dropped as the window opens). */
+export function serverInfo(): Promise<ServerInfo> {
+  const known = windowStore.get().info;
+  if (known) return Promise.resolve(known);
+  return new Promise((resolve) => {
+    const stop = windowStore.subscribe(() => {
+      const info = windowStore.get().info;
+      if (!info) return;
+      stop();
+      resolve(info);
+    });
+  });
+}
+
 /** Puts what an action returned into the store at once (the stream brings it too, a moment later). */
 export function applyToWindow(patch: Partial<Omit<WindowStoreState, "bridgeError">>): void {
   windowStore.set(patch);
+}
+
+/** An uploaded file, first in the window's list (unless the stream already has it further along). */
+export function putFileInWindow(file: FileOut): void {
+  windowStore.set((s) => ({ files: putFirst(s.files, file, fileStage) }));
+}
+
+/** A created or canceled batch, first in the window's list (unless the stream already has it further along). */
+export function putBatchInWindow(batch: MessageBatch): void {
+  windowStore.set((s) => ({ batches: putFirst(s.batches, batch, batchStage) }));
+}
+
+/** Takes a deleted file or batch out of the window's list at once. */
+export function dropFromWindow(list: "files" | "batches", id: string): void {
+  windowStore.set((s) => (list === "files" ? { files: (s.files ?? []).filter((f) => f.id !== id) } : { batches: (s.batches ?? []).filter((b) => b.id !== id) }));
 }
 
 /** The language model's downloads (the chat and the first-run offer follow those, not a speech model's). */
