@@ -334,7 +334,7 @@ export class SlotLoop {
     /** Speculation's guesses from a draft model (--draft-model) instead of prompt lookup. */
     private readonly draftModel: DraftSource | null = null,
     /** What this context's passes have cost, by size: the price of a step's guesses (step-costs.ts). */
-    private readonly costs: StepCosts = new StepCosts(),
+    private readonly costs: StepCosts = new StepCosts({ warmUp: true }),
     /** The threads of each decode (thread-policy.ts); null: the context's own count for all. */
     private readonly threads: DecodeThreads | null = null,
   ) {

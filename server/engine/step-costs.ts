@@ -65,28 +65,55 @@ export function microBatches(parts: ReadonlyArray<{ sequence: number; tokens: nu
 export const STEP_COST_WINDOW = 5;
 
 /**
- * One priced step in this many keeps every guess offered, whatever the prices say, so that a size priced
- * too dear once (a slow decode) is measured again instead of avoided for good.
+ * Exploring: now and then a step keeps more or fewer guesses than the prices say pays, so that a size priced
+ * too dear once (a slow decode) is measured again instead of avoided for good. Such a step is one whose
+ * expected tokens a millisecond are at least STEP_COST_EXPLORE_FLOOR of the best step's, and it is taken only
+ * once the decodes since the last one took STEP_COST_EXPLORE_EVERY times its price: exploring then costs at
+ * most about 1/17 of the time at half the speed, about 3%. Before, every 16th step kept every guess: on a CPU
+ * where a token costs nearly a whole pass (no AMX) one such step of 26 guesses took 570 ms, the time of 14
+ * plain steps, and a lone answer ran a fifth slower with speculation on than off (docs/performance.md section 38).
  */
 export const STEP_COST_EXPLORE_EVERY = 16;
+export const STEP_COST_EXPLORE_FLOOR = 0.5;
+
+export interface StepCostsOptions {
+  /**
+   * Leaves out each size's first decode: a size new to the context is a new graph for llama.cpp (built and
+   * allocated on that decode) and its first decode can take twice what it takes warm (a 17 MB Q4_K_M model:
+   * 56 ms for a first 65-token step, 25 ms after), a price that would then keep it from being tried again.
+   */
+  warmUp?: boolean;
+}
 
 /** The cost of a pass over the weights by its size, as measured on this loop's decodes. */
 export class StepCosts {
   private readonly ms = new Map<number, number[]>();
-  private priced = 0;
+  /** Sizes decoded once (options.warmUp): the next decode of each is measured. */
+  private readonly seen = new Set<number>();
+  /** Milliseconds decoded since the last exploring step. */
+  private spent = 0;
+
+  constructor(private readonly options: StepCostsOptions = {}) {}
 
   /** A decode of one micro-batch of `size` tokens took `ms`. (Decodes of several passes are not recorded.) */
   record(size: number, ms: number): void {
     if (!(size > 0) || !(ms >= 0) || !Number.isFinite(ms)) return;
+    this.spent += ms;
+    if (this.options.warmUp && !this.seen.has(size)) {
+      this.seen.add(size);
+      return;
+    }
     const last = this.ms.get(size) ?? [];
     last.push(ms);
     if (last.length > STEP_COST_WINDOW) last.shift();
     this.ms.set(size, last);
   }
 
-  /** Whether this priced step keeps every guess, to measure again (each STEP_COST_EXPLORE_EVERY-th). */
-  explore(): boolean {
-    return ++this.priced % STEP_COST_EXPLORE_EVERY === 0;
+  /** Whether a step that explores, priced `ms`, may be taken now (and if so, counts it taken). */
+  mayExplore(ms: number): boolean {
+    if (this.spent < STEP_COST_EXPLORE_EVERY * ms) return false;
+    this.spent = 0;
+    return true;
   }
 
   private cost(size: number): number | undefined {
@@ -98,25 +125,33 @@ export class StepCosts {
 
   /**
    * What a pass of `size` tokens costs: its own measurement; else, between two measured sizes, the line
-   * between their costs; else, larger than any measured, the largest's (hopeful, so that a larger size gets
-   * tried and measured); else, smaller than any measured, the smallest's (a pass of fewer tokens costs no
-   * more); null before any measurement. Not the cost of the next smaller size alone: priced that way, a size
-   * just under a measured one looked as cheap as the much smaller size below it, so each step tried the next
-   * size down (an echo stream's steps of 17 tokens went 16, 15, 14, ... 8 while each was measured once;
-   * docs/performance.md section 34).
+   * between their costs; else, larger than any measured, the line through the smallest and the largest
+   * measured, drawn on (at least the largest's cost; with one size measured, its cost: hopeful, so that a
+   * larger size gets tried and measured); else, smaller than any measured, the smallest's (a pass of fewer
+   * tokens costs no more); null before any measurement. Not the cost of the next smaller size alone: priced
+   * that way, a size just under a measured one looked as cheap as the much smaller size below it, so each
+   * step tried the next size down (an echo stream's steps of 17 tokens went 16, 15, 14, ... 8 while each was
+   * measured once; docs/performance.md section 34). Nor, above the largest, the largest's cost alone: on a
+   * CPU where a token costs nearly a pass, 26 guesses were priced as 4 tokens and took 570 ms (section 38).
    */
   pass(size: number): number | null {
     const own = this.cost(size);
     if (own !== undefined) return own;
     let belowSize = 0;
     let aboveSize = Number.POSITIVE_INFINITY;
+    let smallest = Number.POSITIVE_INFINITY;
     for (const s of this.ms.keys()) {
       if (s < size && s > belowSize) belowSize = s;
       if (s > size && s < aboveSize) aboveSize = s;
+      if (s < smallest) smallest = s;
     }
     const below = this.cost(belowSize);
     const above = this.cost(aboveSize);
     if (below !== undefined && above !== undefined) return below + ((above - below) * (size - belowSize)) / (aboveSize - belowSize);
+    if (below !== undefined && smallest < belowSize) {
+      const low = this.cost(smallest)!;
+      return Math.max(below, below + ((below - low) * (size - belowSize)) / (belowSize - smallest));
+    }
     return below ?? above ?? null;
   }
 
@@ -139,7 +174,7 @@ export class StepCosts {
  */
 export class UnpricedStepCosts extends StepCosts {
   override record(): void {}
-  override explore(): boolean {
+  override mayExplore(): boolean {
     return false;
   }
   override pass(): number | null {
@@ -158,24 +193,33 @@ function expectedTokens(part: StepPart, kept: number): number {
 /**
  * How many of each part's guesses a step keeps: every part keeps at most the same number k (more than a part
  * has, it keeps all of its own), with k chosen for the most tokens expected per millisecond of the step's
- * passes (`costs`). All of them before anything is measured, and on every STEP_COST_EXPLORE_EVERY-th
- * step: the step then measures. Guesses a request
- * asked for (`asked`) are all kept, and the others priced around them. Parts whose `tokens` are not one sampled token (a feed) are decoded as they are; their
- * tokens count as one, the one they sample.
+ * passes (`costs`); all of them while a size the step could be is not priced yet (the step then measures).
+ * Now and then (`StepCosts.mayExplore`) the step takes instead the most guesses, other than the best count,
+ * whose rate is at least STEP_COST_EXPLORE_FLOOR of the best's, to measure that size again. Guesses a
+ * request asked for (`asked`) are all kept, and the others priced around them. Parts whose `tokens` are not
+ * one sampled token (a feed) are decoded as they are; their tokens count as one, the one they sample.
  */
 export function keptGuesses(parts: readonly StepPart[], costs: StepCosts, unified: boolean, nUbatch: number): number[] {
   const most = Math.max(0, ...parts.map((p) => (p.asked ? 0 : p.guesses)));
-  if (most === 0 || costs.explore()) return parts.map((p) => p.guesses);
+  if (most === 0) return parts.map((p) => p.guesses);
   const keep = (p: StepPart, k: number) => (p.asked ? p.guesses : Math.min(p.guesses, k));
+  const rates: number[] = [];
+  const prices: number[] = [];
   let bestK = most;
   let bestRate = -1;
   for (let k = 0; k <= most; k++) {
     const kept = parts.map((p) => keep(p, k));
     const ms = costs.estimate(microBatches(parts.map((p, i) => ({ sequence: p.sequence, tokens: p.tokens + kept[i]! })), unified, nUbatch));
     if (ms === null) return parts.map((p) => p.guesses);
-    const rate = parts.reduce((n, p, i) => n + expectedTokens(p, kept[i]!), 0) / Math.max(ms, 1e-3);
+    prices.push(ms);
+    rates.push(parts.reduce((n, p, i) => n + expectedTokens(p, kept[i]!), 0) / Math.max(ms, 1e-3));
     // Ties go to fewer guesses: a guess must pay for its place.
-    if (rate > bestRate * (1 + 1e-9)) [bestK, bestRate] = [k, rate];
+    if (rates[k]! > bestRate * (1 + 1e-9)) [bestK, bestRate] = [k, rates[k]!];
+  }
+  for (let k = most; k >= 0; k--) {
+    if (k === bestK || rates[k]! < STEP_COST_EXPLORE_FLOOR * bestRate) continue;
+    if (costs.mayExplore(prices[k]!)) return parts.map((p) => keep(p, k));
+    break;
   }
   return parts.map((p) => keep(p, bestK));
 }

@@ -8,7 +8,7 @@ export class FixedStepCosts extends StepCosts {
     super();
   }
   override record(): void {}
-  override explore(): boolean {
+  override mayExplore(): boolean {
     return false;
   }
   override pass(size: number): number | null {
