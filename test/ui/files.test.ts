@@ -192,4 +192,20 @@ describe.skipIf(skip !== null)("files in the window", () => {
       },
     ]);
   });
+
+  it("chat: a file attached as the window opens, before it has heard from the main process, is uploaded once it has", async () => {
+    await ui.page.goto("about:blank");
+    const release = ui.holdFeed();
+    try {
+      await ui.open("chat");
+      await drop("chat-page", [{ name: "early-note.txt", type: "text/plain", base64: b64("Step zero: find the herons.") }]);
+      const chip = ui.page.getByTestId("chat-attachment").filter({ hasText: "early-note.txt" });
+      await chip.waitFor({ timeout: 10_000 });
+      expect(await chip.getAttribute("data-state")).toBe("uploading");
+    } finally {
+      release();
+    }
+    const chip = ui.page.getByTestId("chat-attachment").filter({ hasText: "early-note.txt" });
+    await expect.poll(() => chip.getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
+  });
 });

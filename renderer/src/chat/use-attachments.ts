@@ -5,7 +5,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { FileOut } from "../../../server/features/console/wire";
 import { ApiError } from "../api/http";
 import { getFile, KIND_LABEL, uploadFile } from "../files-client";
-import { useWindow } from "../state/window-state";
+import { serverInfo, useWindow } from "../state/window-state";
 import { pendingState } from "./attachment-chip";
 import { hasPreview, screenAttachment } from "./attachments";
 import type { Attachment, PendingAttachment } from "./types";
@@ -73,18 +73,19 @@ export function useAttachments(baseUrl: string | null, announce: (text: string) 
       }
       const key = nextKey.current++;
       const type = file.type || "application/octet-stream";
-      const error = check.verdict === "refused" ? check.reason : !baseUrl ? "The server is not running yet; attach it again in a moment." : undefined;
+      const error = check.verdict === "refused" ? check.reason : undefined;
       added.push({ key, name: file.name, type, size: file.size, previewUrl: !error && hasPreview(type) ? URL.createObjectURL(file) : null, progress: 0, error });
       if (error) announceUpload(file.name, { error });
       else uploads.push({ file, key });
     }
     setNotice(turnedAway.length ? turnedAway.join(" ") : null);
     setPending((current) => [...current, ...added]);
-    if (!baseUrl) return;
     await Promise.all(
       uploads.map(async ({ file, key }) => {
         try {
-          const stored = await uploadFile(baseUrl, file, (progress) => change(key, { progress }));
+          // Attached as the window opens, a file waits for the server's address (as on the Files page).
+          const { openaiBaseUrl } = await serverInfo();
+          const stored = await uploadFile(openaiBaseUrl, file, (progress) => change(key, { progress }));
           change(key, { file: stored, progress: 1 });
           announceUpload(file.name, { file: stored });
         } catch (err) {
