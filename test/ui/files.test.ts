@@ -30,6 +30,18 @@ describe.skipIf(skip !== null)("files in the window", () => {
 
   const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
+  /** Opens a page afresh with the event stream held (the window as it opens), runs `act`, then lets the stream go. */
+  async function asTheWindowOpens(page: string, act: () => Promise<void>) {
+    await ui.page.goto("about:blank");
+    const release = ui.holdFeed();
+    try {
+      await ui.open(page);
+      await act();
+    } finally {
+      release();
+    }
+  }
+
   it("highlights the drop zone while files are over it, without flickering over its own text", async () => {
     await ui.open("files");
     const zone = ui.page.getByTestId("files-dropzone");
@@ -49,17 +61,12 @@ describe.skipIf(skip !== null)("files in the window", () => {
   it("a file dropped as the window opens, before it has heard from the main process, is uploaded once it has", async () => {
     // CI met this: the Files page is up before the stream's first news (the server's address), and a drop
     // then was dropped.
-    await ui.page.goto("about:blank");
-    const release = ui.holdFeed();
-    try {
-      await ui.open("files");
+    await asTheWindowOpens("files", async () => {
       await drop("files-dropzone", [{ name: "early.txt", type: "text/plain", base64: b64("Step zero: find the herons.") }]);
       const waiting = ui.page.getByTestId("files-upload").filter({ hasText: "early.txt" });
       await waiting.waitFor({ timeout: 10_000 });
       expect(await ui.page.getByTestId("files-row").count()).toBe(0);
-    } finally {
-      release();
-    }
+    });
     const row = ui.page.getByTestId("files-row").filter({ hasText: "early.txt" });
     await expect.poll(() => row.getByTestId("files-status").textContent().catch(() => null), { timeout: 30_000 }).toBe("ready");
     expect(await ui.page.getByTestId("files-upload").count()).toBe(0);
@@ -194,17 +201,12 @@ describe.skipIf(skip !== null)("files in the window", () => {
   });
 
   it("chat: a file attached as the window opens, before it has heard from the main process, is uploaded once it has", async () => {
-    await ui.page.goto("about:blank");
-    const release = ui.holdFeed();
-    try {
-      await ui.open("chat");
+    await asTheWindowOpens("chat", async () => {
       await drop("chat-page", [{ name: "early-note.txt", type: "text/plain", base64: b64("Step zero: find the herons.") }]);
       const chip = ui.page.getByTestId("chat-attachment").filter({ hasText: "early-note.txt" });
       await chip.waitFor({ timeout: 10_000 });
       expect(await chip.getAttribute("data-state")).toBe("uploading");
-    } finally {
-      release();
-    }
+    });
     const chip = ui.page.getByTestId("chat-attachment").filter({ hasText: "early-note.txt" });
     await expect.poll(() => chip.getAttribute("data-state"), { timeout: 30_000 }).toBe("ready");
   });
