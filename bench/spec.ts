@@ -24,7 +24,9 @@
 //             token is nearly sure: greedy text unchanged, few drafts cut short by the 0.6 cutoff). svc on
 //             runs with SVC_DRAFT_MODEL, llama-server with -md DRAFT --spec-type draft-simple (its draft-model
 //             speculation, its own defaults otherwise: --peer-args "--spec-draft-n-max 16" matches svc's most).
-// Each in one stream, then --sequences streams at once (aggregate tokens/s). Servers, all loopback:
+// Each in one stream, then --sequences streams at once (aggregate tokens/s from the first token to the last,
+// and "all answered": every token ÷ the time from sending them, as bench:peer prints; the first counts a
+// server that starts one answer before reading the other prompts against it). Servers, all loopback:
 //   svc off   `svc serve` with SVC_SPECULATION=off
 //   svc on    `svc serve` with SVC_SPECULATION unset (its default, prompt lookup)
 //   llama     llama-server with --peer-spec (default --spec-type ngram-simple, upstream's n-gram sizes)
@@ -317,11 +319,18 @@ function bodyOf(workload: Workload): Record<string, unknown> {
 interface Series {
   /** Tokens/s of one stream: tokens after the first ÷ time after the first. */
   single: number[];
-  /** Aggregate tokens/s of `sequences` streams started together. */
+  /** Aggregate tokens/s of `sequences` streams started together: tokens after each one's first ÷ the window from the first token to the last. */
   concurrent: number[];
+  /**
+   * The same streams, all answered: every token ÷ the time from sending them to the last token (bench:peer's
+   * measure of the same name). The window above counts a server that starts its first answer before it has
+   * read the other prompts against it; a server that reads all four prompts first (llama-server) is not.
+   */
+  concurrentAnswered: number[];
   answers: Answer[];
 }
 type Results = Record<Workload, Partial<Record<ServerName, Series>>>;
+type Measure = "single" | "concurrent" | "concurrentAnswered";
 
 const mismatches: string[] = [];
 let comparedAnswers = 0;
@@ -352,12 +361,13 @@ async function single(t: Target, messages: Messages, extra: Record<string, unkno
   return { rate: (answer.completionTokens - 1) / ((answer.end - answer.first) / 1000), answer };
 }
 
-async function concurrent(t: Target, messages: Messages[], extra: Record<string, unknown> = {}): Promise<{ rate: number; answers: Answer[] }> {
+async function concurrent(t: Target, messages: Messages[], extra: Record<string, unknown> = {}): Promise<{ rate: number; answered: number; answers: Answer[] }> {
+  const sent = performance.now();
   const answers = await Promise.all(messages.map((m) => streamChat(t, m, tokens, extra)));
   const total = sum(answers.map((a) => a.completionTokens));
   const first = Math.min(...answers.map((a) => a.first));
   const end = Math.max(...answers.map((a) => a.end));
-  return { rate: (total - answers.length) / ((end - first) / 1000), answers };
+  return { rate: (total - answers.length) / ((end - first) / 1000), answered: total / ((end - sent) / 1000), answers };
 }
 
 interface GroupResult {
@@ -381,7 +391,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
       servers.push(await startLlama("llama", binary, model, threads, draftModel));
       if (values["peer-off"]) servers.push(await startLlama("llama off", binary, model, threads));
     }
-    for (const w of group) for (const t of servers) results[w][t.name] = { single: [], concurrent: [], answers: [] };
+    for (const w of group) for (const t of servers) results[w][t.name] = { single: [], concurrent: [], concurrentAnswered: [], answers: [] };
 
     // The text the echo workload quotes: svc's answer (speculation off) to anything.
     let echoText = "";
@@ -427,6 +437,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
         for (const t of order) {
           const r = await concurrent(t, many, bodyOf(w));
           results[w][t.name]!.concurrent.push(r.rate);
+          results[w][t.name]!.concurrentAnswered.push(r.answered);
           results[w][t.name]!.answers.push(...r.answers);
           concurrentTexts[t.name] = r.answers.map((a) => a.text);
         }
@@ -453,7 +464,7 @@ function report(groups: GroupResult[]): string {
   for (const threads of threadCounts) {
     const mine = groups.filter((g) => g.threads === threads);
     const series = (w: Workload, s: ServerName) => mine.find((g) => g.results[w])?.results[w]?.[s];
-    const ratio = (w: Workload, k: "single" | "concurrent", a: ServerName, b: ServerName) => {
+    const ratio = (w: Workload, k: Measure, a: ServerName, b: ServerName) => {
       const x = median(series(w, a)?.[k] ?? []);
       const y = median(series(w, b)?.[k] ?? []);
       return Number.isFinite(x) && Number.isFinite(y) ? `**${fmt(x / y, 2)}** (${fmt(x)} vs ${fmt(y)})` : "n/a";
@@ -466,13 +477,14 @@ function report(groups: GroupResult[]): string {
     for (const w of workloads) {
       lines.push(`| ${WORKLOADS[w]} | 1 stream | ${cols.map(([, a, b]) => ratio(w, "single", a, b)).join(" | ")} |`);
       lines.push(`| ${WORKLOADS[w]} | ${sequences} streams, aggregate | ${cols.map(([, a, b]) => ratio(w, "concurrent", a, b)).join(" | ")} |`);
+      lines.push(`| ${WORKLOADS[w]} | ${sequences} streams, all answered (from sending) | ${cols.map(([, a, b]) => ratio(w, "concurrentAnswered", a, b)).join(" | ")} |`);
     }
     lines.push("");
     // Per round, to see the spread (the machine's load moves every figure).
     for (const w of workloads) {
-      const perRound = (k: "single" | "concurrent", a: ServerName, b: ServerName) =>
+      const perRound = (k: Measure, a: ServerName, b: ServerName) =>
         (series(w, a)?.[k] ?? []).map((x, i) => fmt(x / (series(w, b)?.[k][i] ?? Number.NaN), 2)).join(" ");
-      lines.push(`${WORKLOADS[w]}, per round: ${cols.map(([label, a, b]) => `${label}: 1 stream ${perRound("single", a, b)}, ${sequences} streams ${perRound("concurrent", a, b)}`).join("; ")}`);
+      lines.push(`${WORKLOADS[w]}, per round: ${cols.map(([label, a, b]) => `${label}: 1 stream ${perRound("single", a, b)}, ${sequences} streams ${perRound("concurrent", a, b)}, all answered ${perRound("concurrentAnswered", a, b)}`).join("; ")}`);
     }
     // Acceptance, as each server reports it.
     for (const w of workloads) {
