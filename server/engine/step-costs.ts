@@ -193,7 +193,8 @@ function expectedTokens(part: StepPart, kept: number): number {
 /**
  * How many of each part's guesses a step keeps: every part keeps at most the same number k (more than a part
  * has, it keeps all of its own), with k chosen for the most tokens expected per millisecond of the step's
- * passes (`costs`); all of them while a size the step could be is not priced yet (the step then measures).
+ * passes (`costs`); all of them while nothing is measured yet (the step then measures; once one size is,
+ * `StepCosts.pass` prices every size).
  * Now and then (`StepCosts.mayExplore`) the step takes instead the most guesses, other than the best count,
  * whose rate is at least STEP_COST_EXPLORE_FLOOR of the best's, to measure that size again. Guesses a
  * request asked for (`asked`) are all kept, and the others priced around them. Parts whose `tokens` are not
