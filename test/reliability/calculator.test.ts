@@ -138,7 +138,9 @@ describe("a calculator bomb through an agent run's tool call (issue 38, item 2)"
           { type: "text.delta", text: "Done." },
           { type: "done", outcome: outcome({ mode: "fast", text: "Done." }) },
         ];
-      const call = { id: "call_bomb", name: "calculator", arguments: JSON.stringify({ expression: KRON_BOMB }) };
+      // A question about 6*7 (the warm-up below) gets that; anything else, the bomb.
+      const harmless = request.messages.some((m) => m.role === "user" && JSON.stringify(m.content).includes("6*7"));
+      const call = { id: "call_bomb", name: "calculator", arguments: JSON.stringify({ expression: harmless ? "6*7" : KRON_BOMB }) };
       return [
         { type: "start", mode: "fast", promptTokens: 20, cachedTokens: 0 },
         { type: "tool_call.start", index: 0, id: call.id, name: call.name },
@@ -152,15 +154,20 @@ describe("a calculator bomb through an agent run's tool call (issue 38, item 2)"
   afterAll(async () => t.close());
 
   it("the step is a tool error the model reads, the run completes, and the server's thread is never held", { timeout: 60_000 }, async () => {
-    // The server runs in this process here: its event loop is this one.
-    const { value: res, stallMs } = await longestStall(() =>
+    const run = (input: string) =>
       t.app.inject({
         method: "POST",
         url: "/v1/agent/run",
         headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" },
-        payload: JSON.stringify({ model: "svc-fast", input: "Summarise my notes.", tools: [{ type: "calculator" }] }),
-      }),
-    );
+        payload: JSON.stringify({ model: "svc-fast", input, tools: [{ type: "calculator" }] }),
+      });
+    // A first run with a harmless expression, outside the measure: the calculator's process starts (a fork of
+    // this process) and the route warms. Measured with them, the stall read 110 ms once under a full suite's
+    // load; this test is about the bomb.
+    const warm = await run("What is 6*7?");
+    expect(JSON.parse(warm.body).steps.find((s: { type: string }) => s.type === "tool_call")).toMatchObject({ name: "calculator", output: expect.stringContaining("42") });
+    // The server runs in this process here: its event loop is this one.
+    const { value: res, stallMs } = await longestStall(() => run("Summarise my notes."));
     expect(res.statusCode).toBe(200);
     const body = JSON.parse(res.body) as { status: string; steps: Array<{ type: string; name?: string; error?: unknown; output?: string }> };
     expect(body.status).toBe("completed");
