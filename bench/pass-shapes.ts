@@ -12,6 +12,7 @@ import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import { loadEngineBuild } from "../server/engine/engine-build.js";
 import { intoHugePages, transparentHugePageMode } from "../server/engine/huge-pages.js";
+import type { Binding as SlotLoopBinding } from "../server/engine/slot-loop.js";
 
 const { values } = parseArgs({
   options: {
@@ -33,13 +34,8 @@ const sequences = Math.max(...shapes.map((s) => s.length));
 const promptTokens = Number(values["prompt-tokens"]);
 const longest = Math.max(...shapes.flat());
 
-/** The calls of node-llama-cpp's context binding this bench makes (the slot loop's, slot-loop.ts). */
-interface Binding {
-  initBatch(size: number): void;
-  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-  decodeBatch(): Promise<void>;
-  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
-}
+/** The calls of node-llama-cpp's context binding this bench makes: the slot loop's own. */
+type Binding = Pick<SlotLoopBinding, "initBatch" | "addToBatch" | "decodeBatch" | "removeTokenCellsFromSequence">;
 
 let llama: Llama | null = null;
 if (values["engine-build"]) {

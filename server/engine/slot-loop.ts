@@ -71,7 +71,7 @@ const UNIFIED_KV = false;
 /** Feeds up to this long count as a generation's step (batched first); longer ones are prompts, read in chunks. */
 export const MAX_STEP_FEED = 8;
 
-interface Binding {
+export interface Binding {
   initBatch(size: number): void;
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
