@@ -7,7 +7,7 @@
 // thread 0.3 to 5 s before), so that running them against the old code stays bearable.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EngineEvent, EngineRequest } from "../../server/engine/types.js";
 import { CalculatorPool } from "../../server/features/agent/calculator-pool.js";
@@ -39,13 +39,17 @@ const noFiles: AgentFiles = {
   },
 };
 
-/** Runs `work` while measuring how long this thread's event loop was held at most (ms). */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ value: T; stallMs: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 10 });
-  histogram.enable();
+/**
+ * Runs `work` and says how long this thread's event loop was busy meanwhile (ms): running callbacks or held
+ * by a synchronous call, anything but waiting in its poll. An expression evaluated on this thread would add
+ * its whole run (the time bomb: 1 s). Not the loop's longest delay, which also counts the time the machine
+ * gave this process no processor: on CI's two cores, beside the other test file's engine and the
+ * calculator's own second of work, that read 110 and 137 ms against a loop that was idle.
+ */
+async function mainThreadBusy<T>(work: () => Promise<T>): Promise<{ value: T; busyMs: number }> {
+  const before = performance.eventLoopUtilization();
   const value = await work();
-  histogram.disable();
-  return { value, stallMs: histogram.max / 1e6 };
+  return { value, busyMs: performance.eventLoopUtilization(before).active };
 }
 
 describe("the calculator runs apart from the server, under a time and memory budget (issue 38, item 2)", () => {
@@ -61,22 +65,22 @@ describe("the calculator runs apart from the server, under a time and memory bud
   it("matrices past the bound are refused before they are built: a tool error, the main thread never held", async () => {
     for (const bomb of [KRON_BOMB, CONCAT_BOMB, GROWTH_BOMB]) {
       const started = performance.now();
-      const { value: outcome, stallMs } = await longestStall(() => calculate(bomb));
+      const { value: outcome, busyMs } = await mainThreadBusy(() => calculate(bomb));
       expect(outcome.error, bomb).toEqual({ code: "calculation_too_large", message: "The calculation would build a matrix of more than 100000 elements, the calculator's limit." });
       // What the model reads back.
       expect(JSON.parse(outcome.output)).toEqual({ error: outcome.error!.message });
       expect(performance.now() - started, bomb).toBeLessThan(1000);
-      expect(stallMs, bomb).toBeLessThan(100);
+      expect(busyMs, bomb).toBeLessThan(100);
     }
   });
 
   it("an expression past the time budget is stopped at 1 s of processor time; one past the memory budget ends its own process; the next one is served", async () => {
-    const time = await longestStall(() => calculate(TIME_BOMB));
+    const time = await mainThreadBusy(() => calculate(TIME_BOMB));
     expect(time.value.error).toEqual({ code: "calculation_timeout", message: "The calculation needed more than 1 s of processor time, the calculator's time limit, and was stopped." });
-    expect(time.stallMs).toBeLessThan(100);
-    const memory = await longestStall(() => calculate(MEMORY_BOMB));
+    expect(time.busyMs).toBeLessThan(100);
+    const memory = await mainThreadBusy(() => calculate(MEMORY_BOMB));
     expect(memory.value.error).toEqual({ code: "calculation_too_large", message: "The calculation needed more than the calculator's 128 MB of memory and was stopped." });
-    expect(memory.stallMs).toBeLessThan(100);
+    expect(memory.busyMs).toBeLessThan(100);
     // This process is whole (a worker thread past its heap took it down), and the calculator starts again.
     expect((await calculate("sqrt(16) + 1")).result).toEqual({ expression: "sqrt(16) + 1", result: "5" });
     expect((await calculate("a=[1,2,3]; a[2]=5; a")).result).toEqual({ expression: "a=[1,2,3]; a[2]=5; a", result: "[1, 5, 3]" });
@@ -162,12 +166,11 @@ describe("a calculator bomb through an agent run's tool call (issue 38, item 2)"
         payload: JSON.stringify({ model: "svc-fast", input, tools: [{ type: "calculator" }] }),
       });
     // A first run with a harmless expression, outside the measure: the calculator's process starts (a fork of
-    // this process) and the route warms. Measured with them, the stall read 110 ms once under a full suite's
-    // load; this test is about the bomb.
+    // this process) and the route warms; this test is about the bomb.
     const warm = await run("What is 6*7?");
     expect(JSON.parse(warm.body).steps.find((s: { type: string }) => s.type === "tool_call")).toMatchObject({ name: "calculator", output: expect.stringContaining("42") });
     // The server runs in this process here: its event loop is this one.
-    const { value: res, stallMs } = await longestStall(() => run("Summarise my notes."));
+    const { value: res, busyMs } = await mainThreadBusy(() => run("Summarise my notes."));
     expect(res.statusCode).toBe(200);
     const body = JSON.parse(res.body) as { status: string; steps: Array<{ type: string; name?: string; error?: unknown; output?: string }> };
     expect(body.status).toBe("completed");
@@ -176,7 +179,7 @@ describe("a calculator bomb through an agent run's tool call (issue 38, item 2)"
     // The model's next step had the reason in the tool's answer.
     const toolMessage = engine.requests.at(-1)!.messages.find((m) => m.role === "tool")!;
     expect(JSON.stringify(toolMessage.content)).toContain("more than 100000 elements");
-    expect(stallMs).toBeLessThan(100);
+    expect(busyMs).toBeLessThan(100);
   });
 });
 
