@@ -2,13 +2,22 @@
 // process (LlamaEngine) and in an engine process (ProcessEngine, what the server uses), alternated over rounds,
 // one stream and four at once. Prints tokens/s for each and the IPC hop as a share of a token's time.
 //
+// Those throughput ratios swing with the machine's load (docs/performance.md, section 22). So the hop is also
+// measured by construction, in processor time, which a busy machine does not inflate: the receiving side is
+// this process's CPU time while one generation streams from the engine process (this process does nothing
+// else meanwhile: it receives, decodes and hands on each message, as the server does, plus the bench's loop);
+// the sending side is the CPU time of sending the same messages, captured from that generation, to a process
+// that drops them. Their sum per token, over the time a token takes in process, is the hop's share.
+//
 //   npm run bench:engine-process [-- --model PATH.gguf --tokens 200 --rounds 3 --threads 2]
 //
 // Default model: bench/peer-model.ts's (110 MB F32, random weights; every answer runs to the token limit).
+import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { LlamaEngine } from "../server/engine/llama-engine.js";
-import { ProcessEngine } from "../server/engine/process-engine.js";
+import type { EngineChannel, FromEngine } from "../server/engine/engine-protocol.js";
+import { forkEngine, ProcessEngine } from "../server/engine/process-engine.js";
 import type { Engine, EngineRequest } from "../server/engine/types.js";
 import { PEER_CACHE } from "./llama-server-build.js";
 import { ensurePeerModel } from "./peer-model.js";
@@ -62,7 +71,44 @@ async function run(engine: Engine, streams: number, round: number): Promise<numb
 }
 
 const inProcess = await LlamaEngine.load(options);
-const inChild = await ProcessEngine.start(options);
+/** What the engine process sent, while `capture` is on: each "events" message. */
+const captured: FromEngine[] = [];
+let capture = false;
+const inChild = await ProcessEngine.start({
+  ...options,
+  spawn: (entry, env): EngineChannel => {
+    const channel = forkEngine(entry, env, entry.endsWith(".ts") ? ["--import", "tsx"] : []);
+    return {
+      ...channel,
+      onMessage: (listener) =>
+        channel.onMessage((message) => {
+          if (capture && message.type === "events") captured.push(message);
+          listener(message);
+        }),
+    };
+  },
+});
+let hop: { tokens: number; messages: number; receiveUs: number; sendUs: number } | null = null;
+
+/** CPU time (µs) this process takes to send `messages` (each several times) to a process that drops them, per message. */
+async function sendCost(messages: FromEngine[]): Promise<number> {
+  const sink = spawn(process.execPath, ["-e", "process.on('message', () => {}); process.on('disconnect', () => process.exit(0));"], { stdio: ["ignore", "ignore", "ignore", "ipc"] });
+  await new Promise<void>((resolve) => setTimeout(resolve, 300));
+  const repeat = Math.max(1, Math.ceil(2000 / Math.max(1, messages.length)));
+  const before = process.cpuUsage();
+  let sent = 0;
+  for (let r = 0; r < repeat; r++)
+    for (const message of messages) {
+      sink.send(message);
+      sent++;
+      // One at a time, as the engine process sends them (at most about 60 a second there; here back to back).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  const used = process.cpuUsage(before);
+  sink.disconnect();
+  return (used.user + used.system) / sent;
+}
+
 const results: Record<string, { here: number[]; child: number[] }> = { "1 stream": { here: [], child: [] }, "4 streams": { here: [], child: [] } };
 try {
   // A warm-up each, then alternated rounds (the order flips each round, so drift does not favour one).
@@ -73,6 +119,15 @@ try {
       const order = r % 2 === 0 ? (["here", "child"] as const) : (["child", "here"] as const);
       for (const where of order) results[label]![where].push(await run(where === "here" ? inProcess : inChild, streams, r));
     }
+  // The hop by construction (above): one stream, its messages captured, this process's CPU time measured.
+  capture = true;
+  const cpuBefore = process.cpuUsage();
+  let hopTokens = 0;
+  for await (const event of inChild.generate(request(7), new AbortController().signal))
+    if (event.type === "done") hopTokens = event.outcome.usage.completionTokens;
+  const receive = process.cpuUsage(cpuBefore);
+  capture = false;
+  hop = { tokens: hopTokens, messages: captured.length, receiveUs: receive.user + receive.system, sendUs: await sendCost(captured) };
 } finally {
   await inChild.close();
   await inProcess.close();
@@ -89,4 +144,14 @@ for (const [label, { here, child }] of Object.entries(results)) {
   const streams = label.startsWith("4") ? 4 : 1;
   const hop = (streams / b - streams / a) / (streams / a);
   console.log(`| ${label} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b / a).toFixed(3)} | ${(hop * 100).toFixed(1)}% |`);
+}
+if (hop) {
+  const tokenMs = 1000 / median(results["1 stream"]!.here);
+  const receivePerToken = hop.receiveUs / hop.tokens / 1000;
+  const sendPerToken = (hop.sendUs * hop.messages) / hop.tokens / 1000;
+  console.log(
+    `\nThe hop by construction (one stream, ${hop.tokens} tokens in ${hop.messages} messages): receiving ${(receivePerToken * 1000).toFixed(0)} µs of CPU a token ` +
+      `(this process, everything it did), sending ${hop.sendUs.toFixed(0)} µs a message (${(sendPerToken * 1000).toFixed(0)} µs a token); ` +
+      `a token takes ${tokenMs.toFixed(2)} ms in process: the hop is ${(((receivePerToken + sendPerToken) / tokenMs) * 100).toFixed(2)}% of it.`,
+  );
 }
