@@ -21,9 +21,10 @@
 // context's life instead of threads started and joined for every decode (docs/performance.md, section 13), a
 // lone generation's tokens decoded and sampled on a thread of the addon's own (section 14; slot-loop.ts
 // `solo`), and the tokens of a step of several sequences sampled in the job that decodes it (section 17;
-// slot-loop.ts `dispatch`); and one patch to llama.cpp's matrix code: a step of 2 to 6 sequences multiplies
+// slot-loop.ts `dispatch`); and two patches to llama.cpp's CPU code: a step of 2 to 6 sequences multiplies
 // each weight row by all of their tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86;
-// section 21). Everything is put back as it was after the build.
+// section 21), and a step's few tokens of one sequence attend to the context together (flash attention,
+// section 41). Everything is put back as it was after the build.
 //
 // A build's identity is a hash of what went into it (engineBuildId: our C++ sources, the patches,
 // node-llama-cpp's version and llama.cpp release, the CMake options), passed to CMake as SVC_BUILD_ID, so
@@ -42,12 +43,12 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../core/version.js";
 
 /**
- * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and two to the llama.cpp it
- * ships: sgemm-few-columns, a speed-up; amx-tile-config, a fix without which GCC 12 and later build AMX
- * kernels that crash on their first tile instruction), in the order they apply
+ * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and three to the llama.cpp it
+ * ships: sgemm-few-columns and flash-attn-few-queries, speed-ups; amx-tile-config, a fix without which GCC 12
+ * and later build AMX kernels that crash on their first tile instruction), in the order they apply
  * (resources/engine-patches/NAME.patch).
  */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries"]);
 
 /** Where our C++ goes in node-llama-cpp's package for a build (its CMake compiles llama/addon/ and one level below). */
 export const NATIVE_SOURCE_FOLDER = "llama/addon/svc";

@@ -50,11 +50,12 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
+    expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
     expect(nativeSourceFiles()).toEqual(["solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
@@ -105,10 +106,17 @@ describe("node-llama-cpp addon patches", () => {
     expect(mmq).toContain("alignas(64) static constexpr tile_config_t tc = [] {");
     expect(mmq).not.toContain("alignas(64) tile_config_t tc = {};");
     expect(mmq.split("_tile_loadconfig(&tc);").length).toBe(2);
+    // flash-attn-few-queries.patch: llama.cpp's CPU flash attention takes a few queries of one sequence (2 to
+    // 63; from 16 with heads under 128 values) over the keys together, one head at a time.
+    const ops = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"), "utf8");
+    expect(ops).toContain("static void ggml_compute_forward_flash_attn_ext_f16_rows(");
+    expect(ops).toContain("neq1 >= (DK >= 128 ? 2 : 16) && groups >= nth");
+    expect(ops.split("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);").length).toBe(2);
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx"))).toEqual(["mmq.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "llamafile", "ops.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);
