@@ -76,8 +76,8 @@ const captured: FromEngine[] = [];
 let capture = false;
 const inChild = await ProcessEngine.start({
   ...options,
-  spawn: (entry, env): EngineChannel => {
-    const channel = forkEngine(entry, env, entry.endsWith(".ts") ? ["--import", "tsx"] : []);
+  spawn: (entry, env, execArgv): EngineChannel => {
+    const channel = forkEngine(entry, env, execArgv);
     return {
       ...channel,
       onMessage: (listener) =>

@@ -79,5 +79,9 @@ export interface EngineChannel {
   kill(): void;
 }
 
-/** Starts an engine process running `entry` (the compiled engine-child.js). */
-export type EngineSpawner = (entry: string, env: NodeJS.ProcessEnv) => EngineChannel;
+/**
+ * Starts an engine process running `entry` (the compiled engine-child.js, or its .ts source under tsx) with
+ * `execArgv`, the Node options the entry needs (tsx's loader for a source); a spawner that runs only compiled
+ * entries (the desktop app's utilityProcess) may leave them out.
+ */
+export type EngineSpawner = (entry: string, env: NodeJS.ProcessEnv, execArgv?: string[]) => EngineChannel;

@@ -120,7 +120,7 @@ export class ProcessEngine implements Engine {
     // before the process starts, it holds everywhere: in the desktop app and on Windows too.
     const base = { ...process.env, ...env };
     const childEnv = { ...base, SVC_ENGINE_PROCESS: "1", UV_THREADPOOL_SIZE: (base.UV_THREADPOOL_SIZE ?? "").trim() || "1" };
-    const channel = spawn ? spawn(entry, childEnv) : forkEngine(entry, childEnv, execArgv);
+    const channel = (spawn ?? forkEngine)(entry, childEnv, execArgv);
     const engine = new ProcessEngine(channel, log ?? (() => undefined));
     await engine.load(load);
     return engine;
