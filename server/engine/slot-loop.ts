@@ -416,7 +416,7 @@ export class SlotLoop {
     this.live++;
     this.soloInterrupt?.();
     try {
-      if (feed.length > MAX_STEP_FEED && this.paths.solo && track.fixed && this.live === 1) {
+      if (feed.length > MAX_STEP_FEED && this.paths.solo && track.fixed && this.live === 1 && track.guesser?.settled !== false) {
         // A lone prompt that a solo run could go on from: read all but its last token in the batches, then
         // the run decodes that one and samples from there, with no trip through JavaScript between.
         await this.queue({ ...track, sampler: null }, feed.slice(0, -1), false);
@@ -513,7 +513,9 @@ export class SlotLoop {
       feed.length <= MAX_STEP_FEED &&
       track.fixed &&
       track.sequence._nextTokenIndex + feed.length < this.context.contextSize - 1 &&
-      // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens.
+      // With speculation, a step that has guesses to check takes them rather than a solo run's single tokens,
+      // and guesses found or refused a few tokens ago keep the answer on steps (SPECULATION_SOLO_AFTER).
+      track.guesser?.settled !== false &&
       !(feed.length === 1 && track.guesser?.wouldGuess(track.sequence._contextTokens, feed[0]!))
     );
   }
@@ -941,7 +943,7 @@ export class SlotLoop {
     const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room, this.context.batchSize - 1), this.live) ?? [];
     const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
-    if (Array.isArray(guessed) && draft.length === 0 && track.guesser !== null && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
+    if (Array.isArray(guessed) && draft.length === 0 && track.guesser?.settled === true && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {

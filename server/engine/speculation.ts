@@ -41,6 +41,15 @@ export const SPECULATION_FIRST_KEEP_RATE = 0.9;
 export const SPECULATION_MAX_WAIT = 64;
 
 /**
+ * And a lone evaluation's solo runs (the engine build's, slot-loop.ts `solo`): its tokens come from one only
+ * after this many in a row had nothing to guess. A run that a guess ends soon after it starts costs a handover
+ * of the context each way; an answer that repeats its prompt finds a guess again within a token or two of a
+ * refused one (an edit, a repeated bigram of its own), and each of its refusals used to start a run that the
+ * next guess ended (docs/performance.md, section 42). Stretches with nothing to repeat still go solo.
+ */
+export const SPECULATION_SOLO_AFTER = 4;
+
+/**
  * How many guesses a step may check for a track that keeps a guessed position with probability `keepRate`:
  * as far as the chance of reaching that position stays at the threshold for the evaluations on the loop.
  */
@@ -141,6 +150,8 @@ export class Guesser {
   private misses = 0;
   /** Tokens to go before the next guess. */
   private wait = 0;
+  /** Tokens in a row with no guess (none found, or the back-off waiting), since the evaluation started. */
+  private unguessed = 0;
   private lookup: PromptLookupIndex | null = null;
 
   /**
@@ -167,6 +178,13 @@ export class Guesser {
    * token: the back-off counts it. A draft model's guesses come later (a promise): it writes them first.
    */
   guess(context: readonly number[], token: Token, limit: number, live: number): Token[] | Promise<Token[]> {
+    const guessed = this.proposal(context, token, limit, live);
+    if (Array.isArray(guessed) && guessed.length === 0) this.unguessed++;
+    else this.unguessed = 0;
+    return guessed;
+  }
+
+  private proposal(context: readonly number[], token: Token, limit: number, live: number): Token[] | Promise<Token[]> {
     if (this.wait > 0) {
       this.wait--;
       return [];
@@ -232,6 +250,12 @@ export class Guesser {
   /** A token made without a step of the loop's (a solo run's): the back-off counts it. */
   passed(): void {
     if (this.wait > 0) this.wait--;
+    this.unguessed++;
+  }
+
+  /** Whether a lone evaluation's next tokens may come from a solo run: SPECULATION_SOLO_AFTER tokens in a row had no guess. */
+  get settled(): boolean {
+    return this.unguessed >= SPECULATION_SOLO_AFTER;
   }
 
   /** A verification checked `drafted` guesses and kept the first `kept` of them. */

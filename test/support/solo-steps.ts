@@ -256,8 +256,8 @@ const results: Record<string, unknown> = { build: "local" };
 }
 
 {
-  // An answer that repeats its prompt from its first token (bench:spec's echo model, small): a solo run gives
-  // way to steps with guesses as soon as prompt lookup has one, rather than writing its 32 tokens one by one.
+  // An answer that repeats its prompt from its first token (bench:spec's echo model, small): it takes steps
+  // with guesses as soon as prompt lookup has one, and no solo run starts between them (SPECULATION_SOLO_AFTER).
   const echoPath = ensureEchoModel(join(dir, "echo.gguf"), { nEmbd: 512, nLayers: 2, nHead: 4, nFf: 512, contextLength: 4096, seed: ECHO_MODEL.seed });
   const echoModel = await llama.loadModel({ modelPath: echoPath, gpuLayers: 0 });
   const echoContext = await echoModel.createContext({ contextSize: 1024, sequences: 1, threads: 1 });
@@ -266,11 +266,13 @@ const results: Record<string, unknown> = { build: "local" };
   const sequence = echoContext.getSequence();
   let accepted = 0;
   let tokens = 0;
-  for await (const t of loop.evaluate(sequence, feed, {}, greedy)) {
-    if (t.speculation?.accepted) accepted++;
-    if (++tokens === 100) break;
-  }
-  results.echoSolo = { tokens, accepted };
+  const { runs } = await counted(async () => {
+    for await (const t of loop.evaluate(sequence, feed, {}, greedy)) {
+      if (t.speculation?.accepted) accepted++;
+      if (++tokens === 100) break;
+    }
+  });
+  results.echoSolo = { tokens, accepted, runs: runs.runs };
   sequence.dispose();
   await echoContext.dispose();
   await echoModel.dispose();

@@ -1,7 +1,7 @@
 // Speculation's guessing policy for one evaluation (server/engine/speculation.ts): how far a step guesses, how
 // that follows what verifications kept, and where a new evaluation starts (the loop's recent keep rate).
 import { describe, expect, it } from "vitest";
-import { guessLength, Guesser, KeepRateHistory, SPECULATION_FIRST_KEEP_RATE } from "../../server/engine/speculation.js";
+import { guessLength, Guesser, KeepRateHistory, SPECULATION_FIRST_KEEP_RATE, SPECULATION_SOLO_AFTER } from "../../server/engine/speculation.js";
 import type { Token } from "node-llama-cpp";
 
 /** A context that repeats 0..29 twice, so that prompt lookup can guess 16 tokens after any of them. */
@@ -77,5 +77,29 @@ describe("Guesser.wouldGuessAfterRun", () => {
     // Sampled tokens that never came before: nothing to guess from.
     expect(new Guesser().wouldGuessAfterRun(held, [6 as Token], [7, 8, 99] as Token[])).toBe(false);
     expect(new Guesser().wouldGuessAfterRun(held, [6 as Token], [])).toBe(false);
+  });
+});
+
+describe("Guesser.settled", () => {
+  it("lets a solo run start only after SPECULATION_SOLO_AFTER tokens in a row had no guess, counting a run's tokens too", () => {
+    const guesser = new Guesser();
+    // An evaluation starts unsettled: an answer that repeats its prompt finds its first guess within a token or two.
+    expect(guesser.settled).toBe(false);
+    const nothing = 99 as Token;
+    for (let i = 0; i < SPECULATION_SOLO_AFTER - 1; i++) expect(guesser.guess(context, nothing, 1000, 1)).toEqual([]);
+    expect(guesser.settled).toBe(false);
+    expect(guesser.guess(context, nothing, 1000, 1)).toEqual([]);
+    expect(guesser.settled).toBe(true);
+    // A guess found unsettles it again, whatever the verification then keeps.
+    expect((guesser.guess(context, next, 1000, 1) as Token[]).length).toBeGreaterThan(0);
+    expect(guesser.settled).toBe(false);
+    // All refused: the back-off waits 2 tokens, which count as tokens with no guess; so do a solo run's (passed).
+    guesser.checked(16, 0);
+    expect(guesser.guess(context, next, 1000, 1)).toEqual([]);
+    expect(guesser.guess(context, next, 1000, 1)).toEqual([]);
+    for (let i = 2; i < SPECULATION_SOLO_AFTER - 1; i++) guesser.passed();
+    expect(guesser.settled).toBe(false);
+    guesser.passed();
+    expect(guesser.settled).toBe(true);
   });
 });
