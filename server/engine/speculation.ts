@@ -43,9 +43,10 @@ export const SPECULATION_MAX_WAIT = 64;
 /**
  * And a lone evaluation's solo runs (the engine build's, slot-loop.ts `solo`): its tokens come from one only
  * after this many in a row had nothing to guess. A run that a guess ends soon after it starts costs a handover
- * of the context each way; an answer that repeats its prompt finds a guess again within a token or two of a
- * refused one (an edit, a repeated bigram of its own), and each of its refusals used to start a run that the
- * next guess ended (docs/performance.md, section 42). Stretches with nothing to repeat still go solo.
+ * of the context each way; an answer that repeats its prompt finds its first guess within a token or two of
+ * its start, and its next within a token or two of a refused one (an edit, a repeated bigram of its own): every
+ * such answer used to start with a run that the first guess ended after 1 to 3 tokens (docs/performance.md,
+ * section 42). Stretches with nothing to repeat still go solo.
  */
 export const SPECULATION_SOLO_AFTER = 4;
 

@@ -212,8 +212,8 @@ describe("svc engine build", () => {
     expect(solo.speculation!.seeded).toMatchObject({ sameTokens: true, sameState: true });
     expect(solo.speculation!.greedy.drafted).toBeGreaterThan(0);
     // An answer that repeats its prompt from its first token: steps with guesses from the first one prompt
-    // lookup finds (92 of 100 tokens guessed here; 64 when a solo run wrote its 32 first), and no solo run
-    // between them (each used to cost two handovers of the context: docs/performance.md section 42).
+    // lookup finds (96 of 100 tokens guessed here; 92 when a solo run started it, 64 when that run wrote its
+    // 32 first), and no solo run between them (each cost two handovers of the context: performance.md section 42).
     expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
     expect(solo.echoSolo!.accepted).toBeGreaterThanOrEqual(85);
 
