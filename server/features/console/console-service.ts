@@ -1,11 +1,10 @@
-// Why one file (over 700 lines): it must stay one piece, the one implementation of ConsoleApi (contract.ts), a
-// facade of thin methods, one per thing the window can ask, each a few lines over a service (keys, accounts,
-// models, downloads, settings); splitting it by page would split one interface's implementation across files.
-// What the desktop window's console does, over the running server's own services. The Electron main process
-// answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
-// path. Nothing here is reachable over HTTP.
+// What the desktop window's console does, over the running server's own services: the one implementation of
+// ConsoleApi (contract.ts), a method per thing the window can ask. The Electron main process answers the
+// window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code path. Nothing
+// here is reachable over HTTP. How its answers read is console-views.ts; the model downloads' jobs are
+// model-downloads.ts.
 import { mkdirSync, watch, type FSWatcher } from "node:fs";
-import { basename, resolve } from "node:path";
+import { basename } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
@@ -27,13 +26,13 @@ import type { EngineHost } from "../../engine/engine-host.js";
 import type { Scheduler } from "../../pipeline/scheduler.js";
 import { DEFAULT_ACCOUNT_NAME } from "../../store/accounts-repository.js";
 import type { Store } from "../../store/store.js";
-import type { AccountInfo, AccountsService } from "../accounts/accounts-service.js";
+import type { AccountsService } from "../accounts/accounts-service.js";
 import { encodeBatch } from "../batches/batch-object.js";
 import type { BatchService } from "../batches/batch-service.js";
 import { toFileOut } from "../files/files-service.js";
-import type { KeyInfo, KeysService } from "../keys/keys-service.js";
-import { fitOf, RECOMMENDED_SPEECH_MODEL, RECOMMENDED_VISION_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
-import type { ModelLoadSettings, ModelList, ModelsService, PullEvent } from "../models/models-service.js";
+import type { KeysService } from "../keys/keys-service.js";
+import { RECOMMENDED_VISION_MODEL } from "../models/model-sources.js";
+import type { ModelList, ModelsService } from "../models/models-service.js";
 import type {
   AccountView,
   ConsoleApi,
@@ -57,7 +56,9 @@ import type {
   WindowUpdate,
 } from "./contract.js";
 import { CONSOLE_METHODS } from "./contract.js";
+import { accountView, describeSettings, inWindowWords, keyView, kindOf, modelsView, settingsView } from "./console-views.js";
 import type { LogBuffer } from "./log-buffer.js";
+import { ModelDownloads } from "./model-downloads.js";
 import type { FileOut, MessageBatch } from "./wire.js";
 import { WindowFeed } from "./window-feed.js";
 
@@ -94,90 +95,19 @@ export interface ConsoleServiceOptions {
   portFromEnv?: boolean;
 }
 
-function keyView(info: KeyInfo, windowKeyId: string | null = null): KeyView {
-  return {
-    id: info.id,
-    account: info.account,
-    name: info.name,
-    hint: info.hint,
-    reasoningTrace: info.reasoning_trace,
-    createdAt: info.created_at,
-    lastUsedAt: info.last_used_at,
-    revokedAt: info.revoked_at,
-    windowKey: info.id === windowKeyId,
-  };
-}
 
-function accountView(info: AccountInfo): AccountView {
-  return {
-    id: info.id,
-    name: info.name,
-    status: info.status,
-    createdAt: info.created_at,
-    activeKeys: info.active_keys,
-    canLogIn: info.can_log_in,
-    mustChangePassword: info.must_change_password,
-    lastLoginAt: info.last_login_at,
-    disabledAt: info.disabled_at,
-  };
-}
 
 /** The server's URL as a client on this machine reaches it (a server on all interfaces answers on loopback). */
 export function localBaseUrl(url: string): string {
   return url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://127.0.0.1:");
 }
 
-interface DownloadJob {
-  view: DownloadView;
-  abort: AbortController;
-}
 
-/** A model's settings as the window shows them: null for automatic. */
-function settingsView(settings: ModelLoadSettings): ModelSettings {
-  return {
-    contextSize: settings.contextSize ?? null,
-    sequences: settings.sequences ?? null,
-    gpuLayers: settings.gpuLayers ?? null,
-    threads: settings.threads ?? null,
-    draftModel: settings.draftModel ?? null,
-  };
-}
 
-/**
- * The models service's messages name its command-line commands; the window gets the same facts in its own
- * words, naming its own buttons.
- */
-function inWindowWords(err: unknown, kind: ModelKind = "llm"): unknown {
-  if (!(err instanceof AppError)) return err;
-  const message = ((): string | null => {
-    switch (err.code) {
-      case "model_not_found":
-        return "That model file is no longer in the models folder. The list on the Model page shows what is there.";
-      case "draft_model_not_found":
-        return "That draft model file is not in the models folder. Pick one of the files the Model page lists.";
-      case "model_active":
-        return kind === "speech"
-          ? "This is the speech model in use: uploads get no transcript once it is removed (Remove asks to confirm that)."
-          : "This is the model in use: press Use on another model first, then remove this one.";
-      case "model_exists":
-        return "A different file of that name is already in the models folder: remove it on the Model page first, then download again.";
-      case "invalid_model_name":
-        return "Pick a model from the list on the Model page.";
-      case "invalid_sha256":
-        return "This download cannot be checked against a checksum: give its source without one.";
-      case "warm_start_forced":
-        return "Warm start was set when the app was started, and that wins over this switch until the app is started without it.";
-      default:
-        return null;
-    }
-  })();
-  return message === null ? err : new AppError(err.kind, message, { code: err.code, param: err.param, details: err.details, cause: err });
-}
 
 export class ConsoleService implements ConsoleApi {
   private windowKeyValue: { id: string; key: string } | null = null;
-  private readonly jobs = new Map<string, DownloadJob>();
-  private nextJob = 1;
+  private readonly modelDownloads: ModelDownloads;
   private readonly startedAt = Date.now();
   private readonly traffic = { requests: 0, errors: 0 };
   private readonly feed: WindowFeed;
@@ -209,6 +139,7 @@ export class ConsoleService implements ConsoleApi {
         onError: (topic, err) => options.logs.log("debug", `The window's ${topic} could not be read: ${(err as Error).message}`),
       },
     );
+    this.modelDownloads = new ModelDownloads(options.server.models, options.logs, (...topics) => this.feed.touch(...topics));
     // Counted where Node hands requests to Fastify, so the count needs nothing from the HTTP layer. A request
     // that ended may have changed what the window shows (an upload, a batch, the counters).
     options.server.app.server?.on("request", (req: { url?: string }, res: { statusCode: number; once(event: "finish" | "close", fn: () => void): unknown }) => {
@@ -461,59 +392,7 @@ export class ConsoleService implements ConsoleApi {
     const loaded = this.server.engineHost.files().current;
     const hardware = await this.server.models.hardware();
     const machine = { ramTotalBytes: hardware.ramTotalBytes, vramTotalBytes: hardware.gpu?.vramTotalBytes ?? 0, gpu: (hardware.gpu?.backend ?? "cpu") !== "cpu" };
-    return {
-      directory: list.directory,
-      active: list.active,
-      loaded,
-      models: list.models.map((m) => ({
-        file: m.file,
-        sizeBytes: m.sizeBytes,
-        settings: settingsView(this.server.models.modelSettings(m.path)),
-        active: m.active,
-        loaded: loaded !== null && resolve(loaded) === resolve(m.path),
-        name: m.name,
-        architecture: m.architecture,
-        quantization: m.quantization,
-        contextLength: m.contextLength,
-        source: m.source,
-        error: m.error,
-        vision: Boolean(m.projector),
-      })),
-      partial: list.partial.map((p) => ({ file: p.file, keptBytes: p.keptBytes, totalBytes: p.totalBytes, downloadingNow: p.downloadingNow, source: p.source, kind: p.kind })),
-      recommended: { source: recommended.source, title: recommended.title },
-      suggested: SUGGESTED_MODELS.map((m) => ({
-        source: m.source,
-        file: m.file,
-        title: m.title,
-        description: m.description,
-        approxBytes: m.approxBytes,
-        needsBytes: m.needsBytes,
-        fit: fitOf(m, machine),
-        recommended: m.source === recommended.source,
-        downloaded: list.models.some((f) => f.file === m.file),
-        vision: m.vision === true,
-      })),
-      speech: {
-        directory: list.speech.directory,
-        active: list.speech.active,
-        models: list.speech.models.map((m) => ({
-          file: m.file,
-          sizeBytes: m.sizeBytes,
-          active: m.active,
-          sizeLabel: m.sizeLabel,
-          weights: m.quantization,
-          source: m.source,
-          error: m.error,
-        })),
-        recommended: {
-          source: RECOMMENDED_SPEECH_MODEL.source,
-          file: RECOMMENDED_SPEECH_MODEL.file,
-          title: RECOMMENDED_SPEECH_MODEL.title,
-          approxBytes: RECOMMENDED_SPEECH_MODEL.approxBytes,
-          downloaded: list.speech.models.some((m) => m.file === RECOMMENDED_SPEECH_MODEL.file),
-        },
-      },
-    };
+    return modelsView(list, { loaded, recommended, machine, settingsOf: (path) => this.server.models.modelSettings(path) });
   }
 
   async useModel(file: string, options: { kind?: ModelKind } = {}): Promise<ModelsView> {
@@ -569,92 +448,19 @@ export class ConsoleService implements ConsoleApi {
 
   /** Starts a download in the background; its progress is read with downloads(). */
   async startDownload(input: { source: string; sha256?: string; kind?: ModelKind }): Promise<DownloadView> {
-    const kind = kindOf(input);
-    let source = String(input?.source ?? "").trim();
-    // As `svc models pull --speech` without a source: the recommended speech model.
-    if (source === "" && kind === "speech") source = RECOMMENDED_SPEECH_MODEL.source;
-    if (source === "") throw new AppError("invalid_request", "Give a model source: an hf: URI or an https:// URL of a .gguf file.", { code: "invalid_model_source" });
-    this.server.models.checkSource(source, kind);
-    if ([...this.jobs.values()].some((j) => j.view.source === source && j.view.kind === kind && !isFinished(j.view)))
-      throw new AppError("conflict", `${source} is already downloading.`, { code: "download_in_progress" });
-    // A retry or resume replaces the ended download of the same source in the list.
-    for (const [id, old] of this.jobs) if (old.view.source === source && old.view.kind === kind) this.jobs.delete(id);
-    const job: DownloadJob = {
-      abort: new AbortController(),
-      view: {
-        id: `dl_${this.nextJob++}`,
-        source,
-        kind,
-        phase: "resolving",
-        file: null,
-        downloadedBytes: 0,
-        totalBytes: 0,
-        bytesPerSecond: 0,
-        etaSeconds: null,
-        error: null,
-        startedAt: Date.now(),
-      },
-    };
-    this.jobs.set(job.view.id, job);
-    this.feed.touch("downloads");
-    const onEvent = (event: PullEvent) => {
-      this.feed.touch("downloads");
-      // "done" is set when the pull has returned (its lock released, the line logged), not by its last event:
-      // a view that says done before then raced the log line and the lock (seen in the console test).
-      if (event.phase !== "done") job.view.phase = event.phase;
-      if ("file" in event) job.view.file = event.file;
-      if (event.phase === "downloading") {
-        job.view.downloadedBytes = event.progress.downloadedBytes;
-        job.view.totalBytes = event.progress.totalBytes;
-        job.view.bytesPerSecond = event.progress.bytesPerSecond;
-        job.view.etaSeconds = event.progress.etaSeconds;
-      }
-    };
-    this.server.models.pull(source, { sha256: input.sha256, signal: job.abort.signal, onEvent, kind }).then(
-      (result) => {
-        job.view.phase = "done";
-        job.view.file = result.file;
-        job.view.downloadedBytes = job.view.totalBytes = result.sizeBytes;
-        job.view.etaSeconds = 0;
-        const made = kind === "speech" ? " (now the speech model)" : " (now the active model)";
-        this.options.logs.log("info", `Downloaded ${result.file}${result.madeActive ? made : ""}.`);
-        this.feed.touch("downloads", "models", "firstRun", "status");
-      },
-      (err: unknown) => {
-        if (job.abort.signal.aborted) job.view.phase = "cancelled";
-        else {
-          job.view.phase = "failed";
-          job.view.error = (err as Error).message;
-          this.options.logs.log("error", `Download of ${source} failed: ${(err as Error).message}`);
-        }
-        this.feed.touch("downloads", "models");
-      },
-    );
-    return { ...job.view };
+    return this.modelDownloads.start(input);
   }
 
   async downloads(): Promise<DownloadView[]> {
-    return [...this.jobs.values()].map((j) => ({ ...j.view }));
+    return this.modelDownloads.list();
   }
 
   async cancelDownload(id: string): Promise<DownloadView> {
-    const job = this.jobs.get(String(id));
-    if (!job) throw new AppError("not_found", `No download with id '${id}'.`, { code: "download_not_found" });
-    if (!isFinished(job.view)) {
-      job.abort.abort();
-      job.view.phase = "cancelled";
-    }
-    this.feed.touch("downloads", "models");
-    return { ...job.view };
+    return this.modelDownloads.cancel(id);
   }
 
   async dismissDownload(id: string): Promise<DownloadView[]> {
-    const job = this.jobs.get(String(id));
-    if (!job) throw new AppError("not_found", `No download with id '${id}'.`, { code: "download_not_found" });
-    if (!isFinished(job.view)) throw new AppError("conflict", "The download is still running; cancel it first.", { code: "download_in_progress" });
-    this.jobs.delete(job.view.id);
-    this.feed.touch("downloads");
-    return this.downloads();
+    return this.modelDownloads.dismiss(id);
   }
 
   async setGpuPreference(gpu: GpuPreference): Promise<StatusView> {
@@ -749,35 +555,14 @@ export class ConsoleService implements ConsoleApi {
   }
 }
 
-function describeSettings(settings: ModelLoadSettings): string {
-  const parts = [
-    settings.contextSize === undefined ? null : `context ${settings.contextSize} tokens`,
-    settings.sequences === undefined ? null : `${settings.sequences} answers at once`,
-    settings.gpuLayers === undefined ? null : `${settings.gpuLayers} GPU layers`,
-    settings.threads === undefined ? null : `${settings.threads} threads`,
-    settings.draftModel === undefined ? null : `draft model ${settings.draftModel}`,
-  ].filter(Boolean);
-  return parts.length ? parts.join(", ") : "automatic";
-}
 
 /** The stored port setting, or null when it is unset or not a port. */
-
 export function parsePortSetting(value: string | undefined): number | null {
   const port = Number(value);
   return value !== undefined && Number.isInteger(port) && port >= 1024 && port <= 65535 ? port : null;
 }
 
-/** The kind a call names: "llm" when it names none; anything else is refused. */
-function kindOf(options: { kind?: unknown } | null | undefined): ModelKind {
-  const kind = options?.kind ?? "llm";
-  if (kind !== "llm" && kind !== "speech")
-    throw new AppError("invalid_request", `A model kind is "llm" or "speech", not ${JSON.stringify(kind)}.`, { code: "invalid_model_kind" });
-  return kind;
-}
 
-function isFinished(view: DownloadView): boolean {
-  return view.phase === "done" || view.phase === "failed" || view.phase === "cancelled";
-}
 
 /**
  * Answers one call from the window: only the contract's methods, with errors as data. The main process's IPC
