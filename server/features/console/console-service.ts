@@ -1,5 +1,8 @@
-// What the desktop window's console does, over the running server's own services: the one implementation of
-// ConsoleApi (contract.ts), a method per thing the window can ask. The Electron main process answers the
+// Why one file (over 500 lines): it is the one implementation of ConsoleApi (contract.ts), a method per thing
+// the window can ask, each a few lines over a service (keys, accounts, models, settings); what is not a call's
+// own few lines is apart (console-views.ts, model-downloads.ts, window-feed.ts), and splitting the calls by page
+// would split one interface's implementation across files.
+// What the desktop window's console does, over the running server's own services. The Electron main process answers the
 // window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code path. Nothing
 // here is reachable over HTTP. How its answers read is console-views.ts; the model downloads' jobs are
 // model-downloads.ts.

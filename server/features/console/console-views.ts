@@ -1,10 +1,10 @@
-// How the console's answers read in the window: keys, accounts and a model's settings as its views
-// (contract.ts) show them, the models service's errors in the window's own words, and the model kind a call
-// names. Pure: no service, no state.
+// How the console's answers read in the window: keys, accounts, a model's settings and the Model page's list as
+// their views (contract.ts) show them, the models service's errors in the window's own words, and the model
+// kind a call names. Pure: no service, no state.
+import { resolve } from "node:path";
 import { AppError } from "../../core/errors.js";
 import type { AccountInfo } from "../accounts/accounts-service.js";
 import type { KeyInfo } from "../keys/keys-service.js";
-import { resolve } from "node:path";
 import { fitOf, RECOMMENDED_SPEECH_MODEL, SUGGESTED_MODELS } from "../models/model-sources.js";
 import type { ModelList, ModelLoadSettings, ModelsService } from "../models/models-service.js";
 import type { AccountView, KeyView, ModelKind, ModelSettings, ModelsView } from "./contract.js";
