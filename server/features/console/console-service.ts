@@ -2,10 +2,9 @@
 // the window can ask, each a few lines over a service (keys, accounts, models, settings); what is not a call's
 // own few lines is apart (console-views.ts, model-downloads.ts, window-feed.ts), and splitting the calls by page
 // would split one interface's implementation across files.
-// What the desktop window's console does, over the running server's own services. The Electron main process answers the
-// window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code path. Nothing
-// here is reachable over HTTP. How its answers read is console-views.ts; the model downloads' jobs are
-// model-downloads.ts.
+// What the desktop window's console does, over the running server's own services. The Electron main process
+// answers the window's IPC calls with it; the UI tests answer the same calls with it, so both drive one code
+// path. Nothing here is reachable over HTTP.
 import { mkdirSync, watch, type FSWatcher } from "node:fs";
 import { basename } from "node:path";
 import { AppError } from "../../core/errors.js";
