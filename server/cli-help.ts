@@ -30,6 +30,7 @@ const MODELS_USAGE = `  svc models list [--data-dir DIR] [--json]
   svc models use --speech FILE | svc models remove --speech FILE [--force] [--data-dir DIR]
   svc models bench-threads [--model FILE] [--threads 1,2,4] [--tokens N] [--data-dir DIR]`;
 const ENGINE_USAGE = `  svc engine [status] | svc engine build | svc engine remove
+  svc engine build [--gpu auto|cpu|cuda|vulkan] [--addon-only]
   svc engine warm-start [list | clear] [--data-dir DIR]`;
 
 export const SERVE_HELP = `Usage:
@@ -101,7 +102,12 @@ guesses) attend to the context together. On a 2-core Zen 4 such a build read pro
 to 1.9 times as fast as the prebuilt binaries, generated one answer faster than llama.cpp's own
 llama-server on the same model file and four at once 1.2 to 1.9 times as fast (docs/performance.md). It is
 portable like them (a library per CPU family, the right one chosen at load) and runs the CPU from the
-server's next start; a GPU backend keeps its prebuilt binaries.
+server's next start.
+
+Where the server runs CUDA or Vulkan (or with --gpu cuda|vulkan), \`svc engine build\` compiles only
+node-llama-cpp's addon with the first three changes, against that backend's prebuilt llama.cpp libraries:
+about 15 seconds, no CUDA or Vulkan SDK. --addon-only does the same for the CPU's prebuilt libraries (the
+addon's paths without the faster kernels; the full build is preferred where both exist).
 /health says which runs ("gpu": {"build": "local"} or "prebuilt"). \`svc engine remove\` deletes the
 build: the server goes back to the prebuilt binaries. Reinstalling node_modules (npm ci) removes it too.
 

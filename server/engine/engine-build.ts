@@ -13,7 +13,9 @@
 // thread policy (thread-policy.ts) holds for it as for the prebuilt (no OpenMP).
 //
 // The server prefers this build for the CPU when it exists (`loadEngineBuild`, tried before the prebuilt
-// binaries); GPU backends keep their prebuilt binaries.
+// binaries). For a GPU backend (CUDA, Vulkan), and for the CPU with `--addon-only`, `svc engine build` compiles
+// node-llama-cpp's addon alone, with our C++ in it, against that backend's prebuilt llama.cpp libraries
+// (engine-addon-build.ts: seconds, no CUDA or Vulkan SDK): an "addon build", kept and loaded the same way.
 //
 // The build also compiles in changes of ours to node-llama-cpp's addon: our own C++ (resources/engine-native/,
 // copied into the addon's source as llama/addon/svc/ for the build) with the declarations and call sites it
@@ -49,6 +51,12 @@ import { packageRoot } from "../core/version.js";
  * (resources/engine-patches/NAME.patch).
  */
 export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries"]);
+
+/** The patch of ADDON_PATCHES that adds our C++'s hooks to node-llama-cpp's addon (all an addon build needs). */
+export const ADDON_HOOKS_PATCH = "addon-hooks";
+
+/** The prebuilt binaries an addon build is made against: node-llama-cpp's CPU, CUDA or Vulkan libraries. */
+export type AddonBackend = "cpu" | "cuda" | "vulkan";
 
 /** Where our C++ goes in node-llama-cpp's package for a build (its CMake compiles llama/addon/ and one level below). */
 export const NATIVE_SOURCE_FOLDER = "llama/addon/svc";
@@ -92,6 +100,39 @@ export function engineBuildId(
   return hash.digest("hex").slice(0, 16);
 }
 
+/**
+ * An addon build's identity: a hash of our C++ sources, the hooks' patch, the CMake project that compiles the
+ * addon alone (resources/engine-addon), node-llama-cpp's version and llama.cpp release (its addon source and
+ * the prebuilt libraries come with the version) and the backend. 16 hex digits.
+ */
+export function engineAddonBuildId(
+  backend: AddonBackend,
+  dirs: { patches?: string; native?: string; nodeLlamaCpp?: string; project?: string } = {},
+): string {
+  const packageDir = dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory();
+  const nativeDir = dirs.native ?? engineNativeDirectory();
+  const hash = createHash("sha256");
+  const part = (name: string, content: string | Buffer) => {
+    hash.update(`${name}\0${Buffer.byteLength(content)}\0`);
+    hash.update(content);
+  };
+  part("node-llama-cpp", (JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { version: string }).version);
+  part("llama.cpp", readFileSync(join(packageDir, "llama", "binariesGithubRelease.json")));
+  part("backend", backend);
+  part("project", readFileSync(join(dirs.project ?? engineAddonProjectDirectory(), "CMakeLists.txt")));
+  part(`patch ${ADDON_HOOKS_PATCH}`, readFileSync(join(dirs.patches ?? enginePatchesDirectory(), `${ADDON_HOOKS_PATCH}.patch`)));
+  for (const file of nativeSourceFiles(nativeDir)) part(`native ${file}`, readFileSync(join(nativeDir, file)));
+  return hash.digest("hex").slice(0, 16);
+}
+
+/**
+ * The CMake options an addon build is named by (node-llama-cpp names a local build's folder after its options,
+ * and finds it by them): SVC_ADDON_BUILD_ID alone, never compiled with (the libraries are prebuilt).
+ */
+export function engineAddonBuildOptions(backend: AddonBackend): Readonly<Record<string, string>> {
+  return Object.freeze({ SVC_ADDON_BUILD_ID: engineAddonBuildId(backend) });
+}
+
 let buildOptions: Readonly<Record<string, string>> | null = null;
 
 /**
@@ -125,6 +166,11 @@ function resourcesFolder(name: string): string {
 /** resources/engine-patches in the svc-desktop package. */
 export function enginePatchesDirectory(): string {
   return resourcesFolder("engine-patches");
+}
+
+/** resources/engine-addon (the CMake project that compiles node-llama-cpp's addon alone) in the svc-desktop package. */
+export function engineAddonProjectDirectory(): string {
+  return resourcesFolder("engine-addon");
 }
 
 /** resources/engine-native (our C++ in node-llama-cpp's addon) in the svc-desktop package. */
@@ -180,7 +226,8 @@ export function patchedFiles(patch: string): string[] {
 
 /**
  * Copies our C++ into node-llama-cpp's addon source in `packageDir` (NATIVE_SOURCE_FOLDER) and applies
- * ADDON_PATCHES; returns what puts the files back as they were (and removes the copy). Throws, naming the
+ * `patches` (ADDON_PATCHES; an addon build, ADDON_HOOKS_PATCH alone); returns what puts the files back as they
+ * were (and removes the copy). Throws, naming the
  * patch, when one does not apply (another node-llama-cpp version than the one they were written for: 3.22.1),
  * after putting back what it had changed.
  */
@@ -188,6 +235,7 @@ export function applyAddonPatches(
   packageDir: string = nodeLlamaCppDirectory(),
   patchesDir: string = enginePatchesDirectory(),
   nativeDir: string = engineNativeDirectory(),
+  patches: readonly string[] = ADDON_PATCHES,
 ): () => void {
   const originals = new Map<string, Buffer>();
   const nativeTarget = join(packageDir, NATIVE_SOURCE_FOLDER);
@@ -199,7 +247,7 @@ export function applyAddonPatches(
     rmSync(nativeTarget, { recursive: true, force: true });
     mkdirSync(nativeTarget, { recursive: true });
     for (const file of nativeSourceFiles(nativeDir)) cpSync(join(nativeDir, file), join(nativeTarget, file));
-    for (const name of ADDON_PATCHES) {
+    for (const name of patches) {
       const patchFile = join(patchesDir, `${name}.patch`);
       for (const file of patchedFiles(readFileSync(patchFile, "utf8"))) {
         const path = join(packageDir, file);
@@ -256,6 +304,10 @@ export const ENGINE_BUILD_HINT_IN_WINDOW =
   "from the command line: docs/configuration.md, \"The engine's CPU binaries\"), they read prompts 1.7 to 1.9 times as fast on a 2-core machine.";
 
 export interface EngineBuildInfo {
+  /** The libraries it runs: the CPU's, or a GPU backend's (an addon build's prebuilt ones). */
+  backend: AddonBackend;
+  /** Our addon alone, compiled against node-llama-cpp's prebuilt libraries (engine-addon-build.ts), not llama.cpp too. */
+  addonOnly: boolean;
   /** Where the build is kept: its folder in the engine build store, or (a build being made, or one of an earlier svc) under node-llama-cpp's localBuilds. */
   folder: string;
   /** The llama.cpp release it was built from. */
@@ -297,19 +349,32 @@ export function engineBuildKind(options: Record<string, unknown> | undefined, cu
   return (marker === undefined || typeof marker === "string") && sameOptions(rest, ENGINE_BASE_OPTIONS) ? "earlier" : null;
 }
 
-/** A build folder's metadata, when it is a finished CPU build of ours. */
-async function readBuild(folder: string): Promise<{ release: string | null; kind: "current" | "earlier" } | null> {
+type BuildFacts = Pick<EngineBuildInfo, "backend" | "addonOnly" | "release"> & { kind: "current" | "earlier" };
+
+/** A build folder's metadata, when it is a finished build of ours: the CPU's, or an addon build (any backend). */
+async function readBuild(folder: string): Promise<BuildFacts | null> {
   try {
     const metadata = JSON.parse(await readFile(join(folder, "Release", "_nlcBuildMetadata.json"), "utf8")) as {
       buildOptions?: { customCmakeOptions?: Record<string, unknown>; gpu?: unknown; llamaCpp?: { release?: string } };
     };
     const options = metadata.buildOptions;
+    const release = options?.llamaCpp?.release ?? null;
+    const addonId = options?.customCmakeOptions?.SVC_ADDON_BUILD_ID;
+    if (typeof addonId === "string" && Object.keys(options!.customCmakeOptions!).length === 1) {
+      const backend = options?.gpu === false ? "cpu" : options?.gpu;
+      if (backend !== "cpu" && backend !== "cuda" && backend !== "vulkan") return null;
+      return { backend, addonOnly: true, release, kind: addonId === engineAddonBuildId(backend) ? "current" : "earlier" };
+    }
     const kind = engineBuildKind(options?.customCmakeOptions);
-    return options?.gpu === false && kind ? { release: options.llamaCpp?.release ?? null, kind } : null;
+    return options?.gpu === false && kind ? { backend: "cpu", addonOnly: false, release, kind } : null;
   } catch {
     return null;
   }
 }
+
+/** One build of each kind is in use: the CPU's, and an addon build for each backend. */
+const sameKind = (a: Pick<EngineBuildInfo, "backend" | "addonOnly">, b: Pick<EngineBuildInfo, "backend" | "addonOnly">) =>
+  a.backend === b.backend && a.addonOnly === b.addonOnly;
 
 async function folders(root: string): Promise<string[]> {
   try {
@@ -331,24 +396,24 @@ export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
     const build = await readBuild(folder);
     if (!build) continue;
     stored.add(basename(folder));
-    found.push({ folder, release: build.release, building: false, current: build.kind === "current" });
+    found.push({ backend: build.backend, addonOnly: build.addonOnly, folder, release: build.release, building: false, current: build.kind === "current" });
   }
   for (const folder of await folders(localBuildsDirectory())) {
     const building = lockHeld(folder);
     // A store build's working copy (unless being made again right now).
     if (stored.has(basename(folder)) && !building) continue;
     const build = await readBuild(folder);
-    if (build) found.push({ folder, release: build.release, building, current: build.kind === "current" });
+    if (build) found.push({ backend: build.backend, addonOnly: build.addonOnly, folder, release: build.release, building, current: build.kind === "current" });
   }
   return found;
 }
 
 /**
- * Puts the store's current build where node-llama-cpp loads builds from (its localBuilds), when a reinstall
- * of the packages removed it there. Returns whether a current build is in place.
+ * Puts the store's current build of a kind where node-llama-cpp loads builds from (its localBuilds), when a
+ * reinstall of the packages removed it there. Returns whether a current build of that kind is in place.
  */
-async function placeStoredBuild(): Promise<boolean> {
-  const builds = await findEngineBuilds();
+async function placeStoredBuild(kind: Pick<EngineBuildInfo, "backend" | "addonOnly">): Promise<boolean> {
+  const builds = (await findEngineBuilds()).filter((b) => sameKind(b, kind));
   const stored = builds.find((b) => b.current && !b.building && b.folder.startsWith(engineBuildStore()));
   if (!stored) return builds.some((b) => b.current && !b.building);
   const target = join(localBuildsDirectory(), basename(stored.folder));
@@ -356,7 +421,7 @@ async function placeStoredBuild(): Promise<boolean> {
   if ((await readBuild(target))?.kind !== "current") {
     const staging = `${target}.svc-copy`;
     await rm(staging, { recursive: true, force: true });
-    await cp(stored.folder, staging, { recursive: true });
+    await cp(stored.folder, staging, { recursive: true, verbatimSymlinks: true });
     await rm(target, { recursive: true, force: true });
     await rename(staging, target);
   }
@@ -366,26 +431,30 @@ async function placeStoredBuild(): Promise<boolean> {
 type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
 
 /**
- * Loads this machine's build for the CPU, or returns null when there is none (the prebuilt binaries then).
- * Throws when one exists and does not load.
+ * Loads this machine's build for a backend (the CPU: `svc engine build`'s, else an addon build; a GPU backend:
+ * its addon build), or returns null when there is none (the prebuilt binaries then). Throws when one exists
+ * and does not load.
  */
-export async function loadEngineBuild(options: LoadOptions = {}): Promise<Llama | null> {
-  // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
-  // build's lock, minutes in which the server would not start.
-  if (!(await placeStoredBuild())) return null;
-  try {
-    return await getLlama({
-      ...options,
-      gpu: false,
-      build: "never",
-      usePrebuiltBinaries: false,
-      progressLogs: false,
-      cmakeOptions: { ...engineBuildOptions() },
-    });
-  } catch (err) {
-    if (err instanceof NoBinaryFoundError) return null;
-    throw err;
+export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "cuda" | "vulkan" = false): Promise<Llama | null> {
+  const backend: AddonBackend = gpu === false ? "cpu" : gpu;
+  for (const addonOnly of backend === "cpu" ? [false, true] : [true]) {
+    // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
+    // build's lock, minutes in which the server would not start.
+    if (!(await placeStoredBuild({ backend, addonOnly }))) continue;
+    try {
+      return await getLlama({
+        ...options,
+        gpu,
+        build: "never",
+        usePrebuiltBinaries: false,
+        progressLogs: false,
+        cmakeOptions: { ...(addonOnly ? engineAddonBuildOptions(backend) : engineBuildOptions()) },
+      });
+    } catch (err) {
+      if (!(err instanceof NoBinaryFoundError)) throw err;
+    }
   }
+  return null;
 }
 
 /**
@@ -411,19 +480,31 @@ export async function buildEngine(): Promise<{ seconds: number; build: EngineBui
   }
   // The folder node-llama-cpp just built into (read directly: findEngineBuilds passes over the working copy
   // of a build the store holds already, which a second `svc engine build` of the same sources makes).
-  let made: { folder: string; release: string | null } | null = null;
+  let made: string | null = null;
   for (const folder of await folders(localBuildsDirectory())) {
     const build = lockHeld(folder) ? null : await readBuild(folder);
-    if (build?.kind === "current") made = { folder, release: build.release };
+    if (build?.kind === "current" && !build.addonOnly) made = folder;
   }
-  if (!made) return { seconds: (performance.now() - started) / 1000, build: null };
+  return { seconds: (performance.now() - started) / 1000, build: made === null ? null : await keepInStore(made) };
+}
+
+/**
+ * Copies a finished build from node-llama-cpp's localBuilds into the engine build store, where it outlives a
+ * reinstall of the packages. The store keeps one build of each kind: earlier ones of its kind go.
+ */
+export async function keepInStore(made: string): Promise<EngineBuildInfo> {
+  const build = await readBuild(made);
+  if (build?.kind !== "current") throw new Error(`${made} is not a finished build of this svc`);
   const store = engineBuildStore();
   mkdirSync(store, { recursive: true });
-  // The store keeps one build: earlier ones go.
-  for (const folder of await folders(store)) await rm(folder, { recursive: true, force: true });
-  const kept = join(store, basename(made.folder));
-  await cp(made.folder, kept, { recursive: true });
-  return { seconds: (performance.now() - started) / 1000, build: { folder: kept, release: made.release, building: false, current: true } };
+  for (const folder of await folders(store)) {
+    const other = await readBuild(folder);
+    if (other === null || sameKind(other, build)) await rm(folder, { recursive: true, force: true });
+  }
+  const kept = join(store, basename(made));
+  // (An addon build's libraries are links to node-llama-cpp's prebuilt ones: copied as links.)
+  await cp(made, kept, { recursive: true, verbatimSymlinks: true });
+  return { backend: build.backend, addonOnly: build.addonOnly, folder: kept, release: build.release, building: false, current: true };
 }
 
 /**

@@ -1,5 +1,5 @@
 // The llama.cpp runtime of this process: one per process, the preferred GPU backends tried in turn (prebuilt
-// binaries, or for the CPU a build of `svc engine build` first), and what it runs on (GPU figures for
+// binaries, or a build of `svc engine build` first: for the CPU, or an addon build for CUDA or Vulkan), and what it runs on (GPU figures for
 // /health). Moved out of llama-engine.ts, which loads models on it.
 import { getLlama, getLlamaGpuTypes, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
 import type { Log } from "../core/log.js";
@@ -67,7 +67,7 @@ export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): 
         continue;
       }
       try {
-        const llama = (gpu === false ? await engineBuildOrNull(common, log) : null) ?? (await getLlama({ ...common, gpu }));
+        const llama = (gpu !== "metal" ? await engineBuildOrNull(common, gpu, log) : null) ?? (await getLlama({ ...common, gpu }));
         if (gpu !== false && (await llama.getGpuDeviceNames().catch((): string[] => [])).length === 0) {
           // A driver with no device (Mesa's Vulkan loader where only its CPU renderer, llvmpipe, is installed, which
           // ggml does not use): the backend would run everything on the CPU while saying "vulkan".
@@ -95,12 +95,12 @@ export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): 
 }
 
 /**
- * For the CPU, a build made on this machine (`svc engine build`) comes before the prebuilt binaries; one that
- * does not load is reported and passed over.
+ * A build made on this machine (`svc engine build`: for the CPU, or our addon for a GPU backend's prebuilt
+ * libraries) comes before the prebuilt binaries; one that does not load is reported and passed over.
  */
-async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, log?: RuntimeLog): Promise<Llama | null> {
+async function engineBuildOrNull(options: Pick<LlamaOptions, "logLevel" | "logger">, gpu: false | "cuda" | "vulkan", log?: RuntimeLog): Promise<Llama | null> {
   try {
-    return await loadEngineBuild(options);
+    return await loadEngineBuild(options, gpu);
   } catch (err) {
     const why = `did not load (${(err as Error).message}); using the prebuilt binaries.`;
     log?.("warn", `The llama.cpp built on this machine (svc engine build) ${why}`, `The llama.cpp built on this machine ${why}`);

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ENGINE_BASE_OPTIONS, engineBuildOptions, findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
+import { ENGINE_BASE_OPTIONS, engineAddonBuildOptions, engineBuildOptions, findEngineBuilds, localBuildsDirectory } from "../../server/engine/engine-build.js";
 import { runSvc } from "../support/svc-process.js";
 
 describe("svc engine", () => {
@@ -12,8 +12,10 @@ describe("svc engine", () => {
     const status = runSvc(["engine"]);
     expect(status.status).toBe(0);
     const builds = await findEngineBuilds();
-    if (builds.length === 0) expect(status.stdout).toContain("CPU: node-llama-cpp's prebuilt llama.cpp binaries");
-    for (const b of builds) expect(status.stdout).toContain(`CPU: llama.cpp built on this machine (${b.release}): ${b.folder}`);
+    if (!builds.some((b) => b.current && b.backend === "cpu")) expect(status.stdout).toContain("CPU: node-llama-cpp's prebuilt llama.cpp binaries");
+    for (const b of builds.filter((b) => b.current && !b.addonOnly)) expect(status.stdout).toContain(`CPU: llama.cpp built on this machine (${b.release}): ${b.folder}`);
+    for (const b of builds.filter((b) => b.current && b.addonOnly))
+      expect(status.stdout).toContain(`svc's addon built on this machine for node-llama-cpp's prebuilt llama.cpp (${b.release}): ${b.folder}`);
     expect(runSvc(["engine", "status"]).stdout).toBe(status.stdout);
   });
 
@@ -41,7 +43,7 @@ describe("svc engine", () => {
         JSON.stringify({ buildOptions: { customCmakeOptions: engineBuildOptions(), gpu: false, llamaCpp: { release: "v0.0.0" } } }),
       );
       mkdirSync(`${folder}.lock`);
-      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: true, current: true });
+      expect(await findEngineBuilds()).toContainEqual({ backend: "cpu", addonOnly: false, folder, release: "v0.0.0", building: true, current: true });
       expect(runSvc(["engine"]).stdout).toContain("(being built again now: a server started meanwhile uses the prebuilt binaries)");
       const remove = runSvc(["engine", "remove"]);
       expect(remove.status).toBe(1);
@@ -65,7 +67,7 @@ describe("svc engine", () => {
         join(folder, "Release", "_nlcBuildMetadata.json"),
         JSON.stringify({ buildOptions: { customCmakeOptions: earlier, gpu: false, llamaCpp: { release: "v0.0.0" } } }),
       );
-      expect(await findEngineBuilds()).toContainEqual({ folder, release: "v0.0.0", building: false, current: false });
+      expect(await findEngineBuilds()).toContainEqual({ backend: "cpu", addonOnly: false, folder, release: "v0.0.0", building: false, current: false });
       const status = runSvc(["engine"]).stdout;
       expect(status).toContain(
         `Not used: ${folder}, built by an earlier svc without its current changes to node-llama-cpp. \`svc engine build\` builds the current one; \`svc engine remove\` removes both.`,
@@ -82,13 +84,51 @@ describe("svc engine", () => {
     }
   });
 
+  it("lists addon builds by backend (current or an earlier svc's), and remove removes them", async () => {
+    const hadBuildsFolder = existsSync(localBuildsDirectory());
+    const before = await findEngineBuilds();
+    // Addon builds as `svc engine build --gpu vulkan` leaves them: node-llama-cpp's metadata of the prebuilt
+    // Vulkan binaries with our identity as its CMake options (the libraries and the addon are not read here).
+    const current = join(localBuildsDirectory(), "linux-x64-vulkan-svc-test-addon");
+    const earlier = join(localBuildsDirectory(), "linux-x64-cuda-svc-test-addon");
+    const metadata = (gpu: string, options: Record<string, string>) =>
+      JSON.stringify({ buildOptions: { customCmakeOptions: options, platform: "linux", arch: "x64", gpu, llamaCpp: { repo: "ggml-org/llama.cpp", release: "v0.0.1" } } });
+    try {
+      for (const folder of [current, earlier]) mkdirSync(join(folder, "Release"), { recursive: true });
+      writeFileSync(join(current, "Release", "_nlcBuildMetadata.json"), metadata("vulkan", engineAddonBuildOptions("vulkan")));
+      writeFileSync(join(earlier, "Release", "_nlcBuildMetadata.json"), metadata("cuda", { SVC_ADDON_BUILD_ID: "0123456789abcdef" }));
+      const builds = await findEngineBuilds();
+      expect(builds).toContainEqual({ backend: "vulkan", addonOnly: true, folder: current, release: "v0.0.1", building: false, current: true });
+      expect(builds).toContainEqual({ backend: "cuda", addonOnly: true, folder: earlier, release: "v0.0.1", building: false, current: false });
+      const status = runSvc(["engine"]).stdout;
+      expect(status).toContain(`Vulkan: svc's addon built on this machine for node-llama-cpp's prebuilt llama.cpp (v0.0.1): ${current}`);
+      expect(status).toContain(`Not used: ${earlier}, built by an earlier svc`);
+      // A GPU's build says nothing about the CPU's binaries.
+      if (!before.some((b) => b.backend === "cpu" && b.current)) expect(status).toContain("CPU: node-llama-cpp's prebuilt llama.cpp binaries.");
+      if (before.length > 0) return;
+      const remove = runSvc(["engine", "remove"]);
+      expect(remove.status).toBe(0);
+      expect(remove.stdout).toContain(`Removed ${current}.`);
+      expect(remove.stdout).toContain(`Removed ${earlier}.`);
+      expect(existsSync(current) || existsSync(earlier)).toBe(false);
+    } finally {
+      rmSync(current, { recursive: true, force: true });
+      rmSync(earlier, { recursive: true, force: true });
+      if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
+    }
+  });
+
   it("explains wrong usage with exit 2 and prints its help", () => {
     const bad = runSvc(["engine", "explode"]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain("Unknown engine command 'explode'. Use status, build, remove or warm-start.");
     const extra = runSvc(["engine", "build", "now"]);
     expect(extra.status).toBe(2);
-    expect(extra.stderr).toContain("Unexpected argument 'now'");
+    expect(extra.stderr).toContain("Unexpected argument 'now' for svc engine build.");
+    const gpu = runSvc(["engine", "build", "--gpu", "metal"]);
+    expect(gpu.status).toBe(2);
+    expect(gpu.stderr).toContain("svc engine build --gpu takes auto, cpu, cuda or vulkan, not 'metal'.");
+    expect(runSvc(["engine", "status", "--gpu", "cpu"]).status).toBe(2);
     const help = runSvc(["engine", "--help"]);
     expect(help.status).toBe(0);
     expect(help.stdout).toContain("svc engine [status] | svc engine build | svc engine remove");

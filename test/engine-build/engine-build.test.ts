@@ -4,11 +4,19 @@
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
-import { engineBuildOptions, engineBuildStore, findEngineBuilds, llamaCppSourceDirectory, localBuildsDirectory, nodeLlamaCppDirectory } from "../../server/engine/engine-build.js";
+import { prebuiltBinaries } from "../../server/engine/engine-addon-build.js";
+import {
+  engineBuildOptions,
+  engineBuildStore,
+  findEngineBuilds,
+  llamaCppSourceDirectory,
+  localBuildsDirectory,
+  nodeLlamaCppDirectory,
+} from "../../server/engine/engine-build.js";
 import { SOLO_AHEAD, SOLO_MAX_SAMPLES } from "../../server/engine/slot-loop.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
 import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcServer } from "../support/svc-process.js";
@@ -232,5 +240,98 @@ describe("svc engine build", () => {
     const removedAfter = await serveAndAsk();
     expect(removedAfter.build).toBe("prebuilt");
     expect(removedAfter.log).toContain(hint);
+  });
+});
+
+describe("svc engine build, the addon alone", () => {
+  it("compiles svc's addon against node-llama-cpp's prebuilt CPU libraries (--addon-only) in seconds: the next server runs on it, with the build's paths and the same answers; a GPU backend's (--gpu vulkan, --gpu cuda) compiles where no GPU runs it", async () => {
+    // A full CPU build comes first where both exist: a developer's builds are set aside for this test (CI's
+    // first test removed its own), beside the folder that holds each, so that it is renamed on its own file
+    // system and not read as a build there.
+    const moved: Array<[string, string]> = [];
+    for (const b of await findEngineBuilds())
+      for (const folder of new Set([b.folder, join(localBuildsDirectory(), basename(b.folder))]))
+        if (existsSync(folder)) {
+          const to = join(dirname(dirname(folder)), `svc-test-aside-${moved.length}-${basename(folder)}`);
+          renameSync(folder, to);
+          moved.push([folder, to]);
+        }
+    try {
+      const source = addonSource();
+      const before = await serveAndAsk();
+      expect(before.build).toBe("prebuilt");
+
+      const build = await runSvcAsync(["engine", "build", "--addon-only"]);
+      expect(build.status, build.stderr.slice(-3000)).toBe(0);
+      expect(build.stderr).toContain("Building svc's addon for node-llama-cpp's prebuilt CPU binaries (seconds; llama.cpp is not compiled).");
+      const store = engineBuildStore();
+      expect(build.stdout).toMatch(new RegExp(`^Built in \\d+ s: ${store.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/linux-x64-\\S+\\.$`, "m"));
+      const made = (await findEngineBuilds()).find((b) => b.current && b.addonOnly && b.backend === "cpu");
+      expect(made).toBeDefined();
+      expect(made!.folder.startsWith(`${store}/`)).toBe(true);
+      expect(runSvc(["engine"]).stdout).toContain(`CPU: svc's addon built on this machine for node-llama-cpp's prebuilt llama.cpp (${made!.release}): ${made!.folder}`);
+      // Our addon beside links to the prebuilt libraries it was compiled against; node-llama-cpp's source as it was.
+      const prebuilt = prebuiltBinaries("cpu")!;
+      const release = join(made!.folder, "Release");
+      expect(lstatSync(join(release, "llama-addon.node")).isSymbolicLink()).toBe(false);
+      expect(readFileSync(join(release, "llama-addon.node")).equals(readFileSync(join(prebuilt.folder, "llama-addon.node")))).toBe(false);
+      expect(readlinkSync(join(release, "libggml-base.so"))).toBe(join(prebuilt.folder, "libggml-base.so"));
+      expect(addonSource()).toEqual(source);
+      expect(existsSync(join(nodeLlamaCppDirectory(), "llama", "addon", "svc"))).toBe(false);
+
+      // A reinstall removes the working copy in node-llama-cpp's folder: the next server puts it back and runs on it.
+      const workingCopy = join(localBuildsDirectory(), basename(made!.folder));
+      rmSync(workingCopy, { recursive: true, force: true });
+      const after = await serveAndAsk();
+      expect(after.build).toBe("local");
+      expect(existsSync(join(workingCopy, "Release", "_nlcBuildMetadata.json"))).toBe(true);
+      expect(after.content).toBe(before.content);
+      expect(after.together).toEqual(before.together);
+      // The addon's paths, as on the full build: a ggml worker kept between decodes, solo runs, samplings in the decode's job, speculation.
+      const threads = decodeThreads();
+      expect(threads.build).toBe("local");
+      expect(threads.afterFirst - threads.before).toBe(1);
+      expect(threads.afterSecond).toBe(threads.afterFirst);
+      const solo = soloSteps();
+      expect(solo.build).toBe("local");
+      expect(solo.greedy).toMatchObject({ sameTokens: true, sameState: true, stepDecodes: 0, samplings: 0 });
+      expect(solo.greedy!.sampled).toBeGreaterThanOrEqual(150);
+      expect(solo.together).toEqual({ sameTokens: true, sameState: true, stepSampled: 123, samplings: 0, runs: 0 });
+      expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
+      expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
+      expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
+
+      // GPU backends: the addon compiled against their prebuilt libraries (no CUDA or Vulkan SDK here, nor a GPU).
+      for (const backend of ["vulkan", "cuda"] as const) {
+        const libraries = prebuiltBinaries(backend);
+        if (libraries === null) continue;
+        const label = backend === "cuda" ? "CUDA" : "Vulkan";
+        const gpuBuild = await runSvcAsync(["engine", "build", "--gpu", backend]);
+        expect(gpuBuild.status, gpuBuild.stderr.slice(-3000)).toBe(0);
+        expect(gpuBuild.stdout).toContain(`Not loaded to check it: ${label} does not run on this machine (no driver or GPU device).`);
+        const gpuMade = (await findEngineBuilds()).find((b) => b.current && b.addonOnly && b.backend === backend);
+        expect(gpuMade).toBeDefined();
+        expect(runSvc(["engine"]).stdout).toContain(`${label}: svc's addon built on this machine for node-llama-cpp's prebuilt llama.cpp (${gpuMade!.release}): ${gpuMade!.folder}`);
+        // It links the backend's llama.cpp library (libllama.cuda.v0.5.0.so, say), which node-llama-cpp names by backend.
+        const libllama = readdirSync(libraries.folder).find((f) => /^libllama\.[a-z]+\.v.*\.so$/.test(f));
+        expect(libllama).toContain(`.${backend}.`);
+        expect(readFileSync(join(gpuMade!.folder, "Release", "llama-addon.node")).includes(libllama!)).toBe(true);
+        if (libraries.fallback !== null) expect(readlinkSync(join(gpuMade!.folder, "Release", "fallback"))).toBe(libraries.fallback);
+      }
+      // The CPU keeps its own build; a server here runs it.
+      expect((await findEngineBuilds()).find((b) => b.current && b.backend === "cpu")?.folder).toBe(made!.folder);
+
+      const removed = runSvc(["engine", "remove"]);
+      expect(removed.status).toBe(0);
+      expect(removed.stdout).toContain(`Removed ${made!.folder}.`);
+      expect(await findEngineBuilds()).toEqual([]);
+      expect(existsSync(workingCopy)).toBe(false);
+    } finally {
+      if (moved.length > 0) {
+        mkdirSync(localBuildsDirectory(), { recursive: true });
+        mkdirSync(engineBuildStore(), { recursive: true });
+      }
+      for (const [folder, to] of moved) renameSync(to, folder);
+    }
   });
 });

@@ -70,7 +70,7 @@ describe("electron-builder.yml", () => {
 
   it("packs the entry point, the server, the renderer and package.json, and no sources or test model", () => {
     expect(pkg.main).toBe("dist/main/main.js");
-    for (const file of ["package.json", pkg.main, "dist/main/preload.cjs", "dist/server/index.js", "dist/server/cli.js", "dist/renderer/index.html", "dist/renderer/assets/index-abc.js", "resources/icons/tray.png", "resources/engine-native/solo-loop.cpp", "resources/engine-patches/addon-hooks.patch"])
+    for (const file of ["package.json", pkg.main, "dist/main/preload.cjs", "dist/server/index.js", "dist/server/cli.js", "dist/renderer/index.html", "dist/renderer/assets/index-abc.js", "resources/icons/tray.png", "resources/engine-native/solo-loop.cpp", "resources/engine-patches/addon-hooks.patch", "resources/engine-addon/CMakeLists.txt"])
       expect(matches(config.files, file), file).toBe(true);
     for (const file of ["main/main.ts", "server/index.ts", "resources/test-model/tiny.gguf", "test/unit/x.test.ts", "dist/main/tsconfig.tsbuildinfo", "dist/server/index.js.map", ".cache/electron-native/x/better_sqlite3.node", "release/x.AppImage"])
       expect(matches(config.files, file), file).toBe(false);

@@ -11,6 +11,9 @@ import {
   ADDON_PATCHES,
   applyAddonPatches,
   ENGINE_BASE_OPTIONS,
+  engineAddonBuildId,
+  engineAddonBuildOptions,
+  engineAddonProjectDirectory,
   engineBuildHint,
   engineBuildId,
   engineBuildKind,
@@ -166,6 +169,49 @@ describe("node-llama-cpp addon patches", () => {
     const pkg = JSON.parse(readFileSync(join(nodeLlamaCpp, "package.json"), "utf8")) as { version: string };
     writeFileSync(join(nodeLlamaCpp, "package.json"), JSON.stringify({ ...pkg, version: "3.22.2" }));
     expect(of()).not.toBe(afterPatch);
+  });
+
+  it("an addon build is named by a hash of our code, the hooks' patch, the CMake project, node-llama-cpp's version and the backend", () => {
+    const id = engineAddonBuildId("cpu");
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+    expect(engineAddonBuildOptions("cpu")).toEqual({ SVC_ADDON_BUILD_ID: id });
+    // One a backend: the same sources against other prebuilt libraries are another build.
+    expect(new Set([id, engineAddonBuildId("cuda"), engineAddonBuildId("vulkan")]).size).toBe(3);
+    expect(id).not.toBe(engineBuildId());
+    const copy = (from: string) => {
+      const to = mkdtempSync(join(tmpdir(), "svc-id-"));
+      dirs.push(to);
+      cpSync(from, to, { recursive: true });
+      return to;
+    };
+    const native = copy(engineNativeDirectory());
+    const patches = copy(enginePatchesDirectory());
+    const project = copy(engineAddonProjectDirectory());
+    const nodeLlamaCpp = mkdtempSync(join(tmpdir(), "svc-nlc-"));
+    dirs.push(nodeLlamaCpp);
+    mkdirSync(join(nodeLlamaCpp, "llama"));
+    cpSync(join(nodeLlamaCppDirectory(), "package.json"), join(nodeLlamaCpp, "package.json"));
+    cpSync(join(nodeLlamaCppDirectory(), "llama", "binariesGithubRelease.json"), join(nodeLlamaCpp, "llama", "binariesGithubRelease.json"));
+    const of = () => engineAddonBuildId("cpu", { native, patches, nodeLlamaCpp, project });
+    expect(of()).toBe(id);
+    // Nothing of llama.cpp is compiled: its patches do not change the build.
+    writeFileSync(join(patches, "sgemm-few-columns.patch"), readFileSync(join(patches, "sgemm-few-columns.patch"), "utf8").replace("gemv<4>", "gemv<5>"));
+    expect(of()).toBe(id);
+    const seen = new Set([id]);
+    const changed = () => {
+      const next = of();
+      expect(seen.has(next)).toBe(false);
+      seen.add(next);
+    };
+    writeFileSync(join(native, "solo-loop.cpp"), readFileSync(join(native, "solo-loop.cpp"), "utf8") + "\n// changed\n");
+    changed();
+    writeFileSync(join(patches, "addon-hooks.patch"), readFileSync(join(patches, "addon-hooks.patch"), "utf8") + "\n");
+    changed();
+    writeFileSync(join(project, "CMakeLists.txt"), readFileSync(join(project, "CMakeLists.txt"), "utf8") + "\n# changed\n");
+    changed();
+    const pkg = JSON.parse(readFileSync(join(nodeLlamaCpp, "package.json"), "utf8")) as { version: string };
+    writeFileSync(join(nodeLlamaCpp, "package.json"), JSON.stringify({ ...pkg, version: "3.22.2" }));
+    changed();
   });
 
   it("builds are told apart by their identity: another svc's is not loaded", () => {

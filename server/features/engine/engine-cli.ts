@@ -1,13 +1,17 @@
-// `svc engine ...`: which llama.cpp binaries the server runs on the CPU, and building them on this machine.
-// Loaded lazily by cli.ts (it pulls in node-llama-cpp).
+// `svc engine ...`: which llama.cpp binaries the server runs, and building them on this machine (the CPU's;
+// our addon for a GPU backend's prebuilt libraries, or the CPU's with --addon-only). Loaded lazily by cli.ts
+// (it pulls in node-llama-cpp).
 import {
+  type AddonBackend,
   buildEngine,
+  type EngineBuildInfo,
   engineBuildSupported,
   engineBuildOptions,
   findEngineBuilds,
   missingBuildTools,
   removeEngineBuilds,
 } from "../../engine/engine-build.js";
+import { backendLabel, backendRunsHere, buildEngineAddon } from "../../engine/engine-addon-build.js";
 import { clearWarmPrefixes, listWarmPrefixes, warmStartDir } from "../../engine/warm-start.js";
 import { formatBytes } from "../../core/format.js";
 import { parseArgs } from "node:util";
@@ -17,15 +21,21 @@ class EngineUsageError extends Error {
   override name = "UsageError";
 }
 
+/** What a build is, in a line of `svc engine`. */
+function describeBuild(b: EngineBuildInfo): string {
+  const release = b.release ? ` (${b.release})` : "";
+  const what = b.addonOnly
+    ? `svc's addon built on this machine for node-llama-cpp's prebuilt llama.cpp${release}`
+    : `llama.cpp built on this machine${release}`;
+  return `${backendLabel(b.backend)}: ${what}: ${b.folder}`;
+}
+
 async function status(): Promise<number> {
   const builds = await findEngineBuilds();
-  if (!builds.some((b) => b.current))
+  if (!builds.some((b) => b.current && b.backend === "cpu"))
     console.log("CPU: node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine.");
   for (const b of builds.filter((b) => b.current))
-    console.log(
-      `CPU: llama.cpp built on this machine${b.release ? ` (${b.release})` : ""}: ${b.folder}` +
-        (b.building ? "\n(being built again now: a server started meanwhile uses the prebuilt binaries)" : ""),
-    );
+    console.log(describeBuild(b) + (b.building ? "\n(being built again now: a server started meanwhile uses the prebuilt binaries)" : ""));
   for (const b of builds.filter((b) => !b.current))
     console.log(
       `Not used: ${b.folder}, built by an earlier svc without its current changes to node-llama-cpp. \`svc engine build\` builds the current one; \`svc engine remove\` removes both.`,
@@ -33,7 +43,32 @@ async function status(): Promise<number> {
   return 0;
 }
 
-async function build(): Promise<number> {
+type BuildPreference = AddonBackend | "auto";
+
+const isPreference = (value: string): value is BuildPreference => value === "auto" || value === "cpu" || value === "cuda" || value === "vulkan";
+
+/** What `svc engine build` builds for: --gpu, else SVC_GPU (the server's choice, where it names one of these), else auto. */
+function buildPreference(gpu: string | undefined): BuildPreference {
+  if (gpu !== undefined) {
+    const flag = gpu.trim().toLowerCase();
+    if (isPreference(flag)) return flag;
+    throw new EngineUsageError(`svc engine build --gpu takes auto, cpu, cuda or vulkan, not '${gpu}'.`);
+  }
+  const env = (process.env.SVC_GPU ?? "").trim().toLowerCase();
+  return isPreference(env) ? env : "auto";
+}
+
+/** The backend of a preference: auto is the one the server would run (the first GPU backend that runs here, else the CPU). */
+async function buildBackend(preference: BuildPreference): Promise<AddonBackend> {
+  if (preference !== "auto") return preference;
+  for (const backend of ["cuda", "vulkan"] as const) if (await backendRunsHere(backend)) return backend;
+  return "cpu";
+}
+
+async function build(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { gpu: { type: "string" }, "addon-only": { type: "boolean" } }, allowPositionals: true });
+  if (positionals.length > 0) throw new EngineUsageError(`Unexpected argument '${positionals[0]}' for svc engine build.`);
+  const preference = buildPreference(values.gpu);
   if (!engineBuildSupported()) {
     console.error(`svc: \`svc engine build\` is for Linux; on ${process.platform} the server uses node-llama-cpp's prebuilt binaries.`);
     return 1;
@@ -45,6 +80,8 @@ async function build(): Promise<number> {
     );
     return 1;
   }
+  const backend = await buildBackend(preference);
+  if (backend !== "cpu" || values["addon-only"] === true) return buildAddon(backend);
   const options = Object.entries(engineBuildOptions())
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
@@ -54,6 +91,25 @@ async function build(): Promise<number> {
     const minutes = (result.seconds / 60).toFixed(1);
     console.log(`Built in ${minutes} min${result.build ? `: ${result.build.folder}` : ""}.`);
     console.log("The server uses it for the CPU from its next start (/health: \"build\": \"local\"). `svc engine remove` goes back to the prebuilt binaries.");
+    return 0;
+  } catch (err) {
+    console.error(`svc: the build failed: ${(err as Error).message}`);
+    console.error("The server keeps using the prebuilt binaries.");
+    return 1;
+  }
+}
+
+async function buildAddon(backend: AddonBackend): Promise<number> {
+  const label = backendLabel(backend);
+  console.error(`Building svc's addon for node-llama-cpp's prebuilt ${label} binaries (seconds; llama.cpp is not compiled). Progress follows.`);
+  try {
+    const result = await buildEngineAddon(backend);
+    console.log(`Built in ${result.seconds.toFixed(0)} s: ${result.build.folder}.`);
+    console.log(
+      result.checked
+        ? `The server uses it for ${backend === "cpu" ? "the CPU" : label} from its next start (/health: "build": "local"). \`svc engine remove\` goes back to the prebuilt binaries.`
+        : `Not loaded to check it: ${label} does not run on this machine (no driver or GPU device). A server here that runs ${label} uses it from its next start.`,
+    );
     return 0;
   } catch (err) {
     console.error(`svc: the build failed: ${(err as Error).message}`);
@@ -95,13 +151,12 @@ function warmStart(argv: string[], defaultDir: string): number {
 export async function runEngineCommand(argv: string[], dataDir: string): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "warm-start") return warmStart(rest, dataDir);
+  if (command === "build") return build(rest);
   if (rest.length > 0) throw new EngineUsageError(`Unexpected argument '${rest[0]}' for svc engine ${command}.`);
   switch (command) {
     case undefined:
     case "status":
       return status();
-    case "build":
-      return build();
     case "remove":
       return remove();
     default:
