@@ -26,9 +26,15 @@ export function distEngineStep({ platform, setting, builds }) {
   if (setting === "prebuilt") return { action: "skip", message: "SVC_DIST_ENGINE=prebuilt: packing node-llama-cpp's prebuilt binaries." };
   if (setting !== undefined && setting !== "" && setting !== "build")
     return { action: "fail", message: `SVC_DIST_ENGINE is 'build' (the default on Linux) or 'prebuilt', not '${setting}'.` };
-  const stale = builds.filter((b) => !b.current).map((b) => b.folder);
-  const staleNote = stale.length ? ` An earlier build would be packed beside it (${stale.join(", ")}): \`npx svc engine remove\`, then npm run dist again, leaves it out.` : "";
-  const current = builds.find((b) => b.current && !b.building);
+  // The CPU's full build is what the installers carry; an addon build (a GPU backend's, or --addon-only) links
+  // to this machine's node_modules and is no use packed.
+  const cpu = (b) => b.backend !== "cuda" && b.backend !== "vulkan" && b.addonOnly !== true;
+  const stale = builds.filter((b) => !b.current && cpu(b)).map((b) => b.folder);
+  const addons = builds.filter((b) => !cpu(b)).map((b) => b.folder);
+  const staleNote =
+    (stale.length ? ` An earlier build would be packed beside it (${stale.join(", ")}): \`npx svc engine remove\`, then npm run dist again, leaves it out.` : "") +
+    (addons.length ? ` An addon build would be packed beside it (${addons.join(", ")}), with links into this machine's node_modules: \`npx svc engine remove\`, then npm run dist again, leaves it out.` : "");
+  const current = builds.find((b) => b.current && !b.building && cpu(b));
   if (current) return { action: "pack", message: `Packing the llama.cpp built by svc engine build: ${current.folder}.${staleNote}` };
   return { action: "build", message: `No svc engine build yet: building it now (minutes), then packing it.${staleNote}` };
 }
@@ -43,7 +49,7 @@ async function main() {
   console.log(`dist: ${step.message}`);
   if (step.action === "fail") return 1;
   if (step.action !== "build") return 0;
-  const built = spawnSync(process.execPath, [join(ROOT, "bin", "svc.js"), "engine", "build"], { stdio: "inherit" });
+  const built = spawnSync(process.execPath, [join(ROOT, "bin", "svc.js"), "engine", "build", "--gpu", "cpu"], { stdio: "inherit" });
   if (built.status === 0) return 0;
   console.error("dist: svc engine build failed (above). Install what it names, or run SVC_DIST_ENGINE=prebuilt npm run dist to pack the prebuilt binaries.");
   return 1;

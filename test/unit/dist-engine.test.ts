@@ -5,6 +5,8 @@ interface Build {
   folder: string;
   current: boolean;
   building: boolean;
+  backend?: "cpu" | "cuda" | "vulkan";
+  addonOnly?: boolean;
 }
 type Step = { action: "pack" | "build" | "skip" | "fail"; message: string };
 // A path in a variable: the script is plain JavaScript, imported at run time without type declarations.
@@ -36,6 +38,17 @@ describe("npm run dist's engine step", () => {
     expect(step.action).toBe("pack");
     expect(step.message).toContain(earlier.folder);
     expect(step.message).toContain("svc engine remove");
+  });
+
+  it("packs the CPU's full build only: an addon build (a GPU backend's, or the CPU's --addon-only) is not it, and is named", () => {
+    const vulkan: Build = { folder: "/x/localBuilds/linux-x64-vulkan-addon", current: true, building: false, backend: "vulkan", addonOnly: true };
+    const cpuAddon: Build = { folder: "/x/localBuilds/linux-x64-addon", current: true, building: false, backend: "cpu", addonOnly: true };
+    const alone = distEngineStep({ platform: "linux", builds: [vulkan, cpuAddon] });
+    expect(alone.action).toBe("build");
+    const step = distEngineStep({ platform: "linux", builds: [vulkan, { ...current, backend: "cpu", addonOnly: false }] });
+    expect(step.action).toBe("pack");
+    expect(step.message).toContain(`Packing the llama.cpp built by svc engine build: ${current.folder}.`);
+    expect(step.message).toContain(`An addon build would be packed beside it (${vulkan.folder}), with links into this machine's node_modules`);
   });
 
   it("packs the prebuilt binaries on Linux with SVC_DIST_ENGINE=prebuilt, and refuses another value", () => {
