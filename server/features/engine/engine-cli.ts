@@ -32,8 +32,12 @@ function describeBuild(b: EngineBuildInfo): string {
 
 async function status(): Promise<number> {
   const builds = await findEngineBuilds();
+  // Where a GPU backend runs, it is what the server uses and what a plain `svc engine build` builds for.
+  const gpu = await buildBackend("auto");
+  if (gpu !== "cpu" && !builds.some((b) => b.current && b.backend === gpu))
+    console.log(`${backendLabel(gpu)}: node-llama-cpp's prebuilt binaries. \`svc engine build\` compiles svc's addon for them (seconds).`);
   if (!builds.some((b) => b.current && b.backend === "cpu"))
-    console.log("CPU: node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine.");
+    console.log(`CPU: node-llama-cpp's prebuilt llama.cpp binaries. \`svc engine build${gpu === "cpu" ? "" : " --gpu cpu"}\` compiles them on this machine.`);
   for (const b of builds.filter((b) => b.current))
     console.log(describeBuild(b) + (b.building ? "\n(being built again now: a server started meanwhile uses the prebuilt binaries)" : ""));
   for (const b of builds.filter((b) => !b.current))
