@@ -85,19 +85,10 @@ export function engineBuildId(
   dirs: { patches?: string; native?: string; nodeLlamaCpp?: string } = {},
 ): string {
   const patchesDir = dirs.patches ?? enginePatchesDirectory();
-  const nativeDir = dirs.native ?? engineNativeDirectory();
-  const packageDir = dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory();
-  const hash = createHash("sha256");
-  const part = (name: string, content: string | Buffer) => {
-    hash.update(`${name}\0${Buffer.byteLength(content)}\0`);
-    hash.update(content);
-  };
-  part("node-llama-cpp", (JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { version: string }).version);
-  part("llama.cpp", readFileSync(join(packageDir, "llama", "binariesGithubRelease.json")));
-  part("options", JSON.stringify(ENGINE_BASE_OPTIONS));
-  for (const name of ADDON_PATCHES) part(`patch ${name}`, readFileSync(join(patchesDir, `${name}.patch`)));
-  for (const file of nativeSourceFiles(nativeDir)) part(`native ${file}`, readFileSync(join(nativeDir, file)));
-  return hash.digest("hex").slice(0, 16);
+  return buildIdentity(dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory(), dirs.native ?? engineNativeDirectory(), (part) => {
+    part("options", JSON.stringify(ENGINE_BASE_OPTIONS));
+    for (const name of ADDON_PATCHES) part(`patch ${name}`, readFileSync(join(patchesDir, `${name}.patch`)));
+  });
 }
 
 /**
@@ -109,18 +100,28 @@ export function engineAddonBuildId(
   backend: AddonBackend,
   dirs: { patches?: string; native?: string; nodeLlamaCpp?: string; project?: string } = {},
 ): string {
-  const packageDir = dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory();
-  const nativeDir = dirs.native ?? engineNativeDirectory();
+  return buildIdentity(dirs.nodeLlamaCpp ?? nodeLlamaCppDirectory(), dirs.native ?? engineNativeDirectory(), (part) => {
+    part("backend", backend);
+    part("project", readFileSync(join(dirs.project ?? engineAddonProjectDirectory(), "CMakeLists.txt")));
+    part(`patch ${ADDON_HOOKS_PATCH}`, readFileSync(join(dirs.patches ?? enginePatchesDirectory(), `${ADDON_HOOKS_PATCH}.patch`)));
+  });
+}
+
+type IdentityPart = (name: string, content: string | Buffer) => void;
+
+/**
+ * A hash of node-llama-cpp's version and the llama.cpp release it ships, the parts `parts` adds, and our C++
+ * sources, each part named and with its length: 16 hex digits.
+ */
+function buildIdentity(packageDir: string, nativeDir: string, parts: (part: IdentityPart) => void): string {
   const hash = createHash("sha256");
-  const part = (name: string, content: string | Buffer) => {
+  const part: IdentityPart = (name, content) => {
     hash.update(`${name}\0${Buffer.byteLength(content)}\0`);
     hash.update(content);
   };
   part("node-llama-cpp", (JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as { version: string }).version);
   part("llama.cpp", readFileSync(join(packageDir, "llama", "binariesGithubRelease.json")));
-  part("backend", backend);
-  part("project", readFileSync(join(dirs.project ?? engineAddonProjectDirectory(), "CMakeLists.txt")));
-  part(`patch ${ADDON_HOOKS_PATCH}`, readFileSync(join(dirs.patches ?? enginePatchesDirectory(), `${ADDON_HOOKS_PATCH}.patch`)));
+  parts(part);
   for (const file of nativeSourceFiles(nativeDir)) part(`native ${file}`, readFileSync(join(nativeDir, file)));
   return hash.digest("hex").slice(0, 16);
 }

@@ -35,6 +35,25 @@ afterEach(() => {
 afterAll(removeLlamaCppBundleClone);
 
 /**
+ * Copies of what a build's identity is read from (our C++, the patches, the addon's CMake project, node-llama-cpp's
+ * version and llama.cpp release), in temporary folders, to change one at a time.
+ */
+function identityInputs(): { native: string; patches: string; project: string; nodeLlamaCpp: string } {
+  const copy = (from: string) => {
+    const to = mkdtempSync(join(tmpdir(), "svc-id-"));
+    dirs.push(to);
+    cpSync(from, to, { recursive: true });
+    return to;
+  };
+  const nodeLlamaCpp = mkdtempSync(join(tmpdir(), "svc-nlc-"));
+  dirs.push(nodeLlamaCpp);
+  mkdirSync(join(nodeLlamaCpp, "llama"));
+  cpSync(join(nodeLlamaCppDirectory(), "package.json"), join(nodeLlamaCpp, "package.json"));
+  cpSync(join(nodeLlamaCppDirectory(), "llama", "binariesGithubRelease.json"), join(nodeLlamaCpp, "llama", "binariesGithubRelease.json"));
+  return { native: copy(engineNativeDirectory()), patches: copy(enginePatchesDirectory()), project: copy(engineAddonProjectDirectory()), nodeLlamaCpp };
+}
+
+/**
  * A copy of the node-llama-cpp source the patches change, laid out as in its package: its addon's files, and
  * llama.cpp's from the bundle it ships (what its build unpacks to llama/llama.cpp; a fresh install has only the bundle).
  */
@@ -145,19 +164,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(id).toMatch(/^[0-9a-f]{16}$/);
     expect(engineBuildOptions()).toEqual({ ...ENGINE_BASE_OPTIONS, SVC_BUILD_ID: id });
     // Copies of the three inputs, each changed in turn: each change is another build.
-    const copy = (from: string) => {
-      const to = mkdtempSync(join(tmpdir(), "svc-id-"));
-      dirs.push(to);
-      cpSync(from, to, { recursive: true });
-      return to;
-    };
-    const native = copy(engineNativeDirectory());
-    const patches = copy(enginePatchesDirectory());
-    const nodeLlamaCpp = mkdtempSync(join(tmpdir(), "svc-nlc-"));
-    dirs.push(nodeLlamaCpp);
-    mkdirSync(join(nodeLlamaCpp, "llama"));
-    cpSync(join(nodeLlamaCppDirectory(), "package.json"), join(nodeLlamaCpp, "package.json"));
-    cpSync(join(nodeLlamaCppDirectory(), "llama", "binariesGithubRelease.json"), join(nodeLlamaCpp, "llama", "binariesGithubRelease.json"));
+    const { native, patches, nodeLlamaCpp } = identityInputs();
     const of = () => engineBuildId({ native, patches, nodeLlamaCpp });
     expect(of()).toBe(id);
     writeFileSync(join(native, "solo-loop.cpp"), readFileSync(join(native, "solo-loop.cpp"), "utf8") + "\n// changed\n");
@@ -178,20 +185,7 @@ describe("node-llama-cpp addon patches", () => {
     // One a backend: the same sources against other prebuilt libraries are another build.
     expect(new Set([id, engineAddonBuildId("cuda"), engineAddonBuildId("vulkan")]).size).toBe(3);
     expect(id).not.toBe(engineBuildId());
-    const copy = (from: string) => {
-      const to = mkdtempSync(join(tmpdir(), "svc-id-"));
-      dirs.push(to);
-      cpSync(from, to, { recursive: true });
-      return to;
-    };
-    const native = copy(engineNativeDirectory());
-    const patches = copy(enginePatchesDirectory());
-    const project = copy(engineAddonProjectDirectory());
-    const nodeLlamaCpp = mkdtempSync(join(tmpdir(), "svc-nlc-"));
-    dirs.push(nodeLlamaCpp);
-    mkdirSync(join(nodeLlamaCpp, "llama"));
-    cpSync(join(nodeLlamaCppDirectory(), "package.json"), join(nodeLlamaCpp, "package.json"));
-    cpSync(join(nodeLlamaCppDirectory(), "llama", "binariesGithubRelease.json"), join(nodeLlamaCpp, "llama", "binariesGithubRelease.json"));
+    const { native, patches, nodeLlamaCpp, project } = identityInputs();
     const of = () => engineAddonBuildId("cpu", { native, patches, nodeLlamaCpp, project });
     expect(of()).toBe(id);
     // Nothing of llama.cpp is compiled: its patches do not change the build.
