@@ -285,13 +285,27 @@ export function engineBuildSupported(platform: NodeJS.Platform = process.platfor
   return platform === "linux";
 }
 
+/** A GPU backend an addon build is made for, as the user reads it; null for others (the CPU, Metal). */
+function addonGpuLabel(backend: string): string | null {
+  return backend === "cuda" ? "CUDA" : backend === "vulkan" ? "Vulkan" : null;
+}
+
 /**
- * What the server says after loading a model on node-llama-cpp's prebuilt CPU binaries where `svc engine
- * build` can build (Linux): that a build of this machine's own exists to be made, and what it gives.
- * Null on a GPU, with a local build, and elsewhere.
+ * What the server says after loading a model on node-llama-cpp's prebuilt binaries where `svc engine build`
+ * can build (Linux): that a build of this machine's own exists to be made, and what it gives: on the CPU
+ * llama.cpp compiled here, on CUDA or Vulkan our addon for their prebuilt libraries (engine-addon-build.ts).
+ * Null with a local build, on Metal, and elsewhere.
  */
 export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
-  if (gpu.backend !== "cpu" || gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
+  if (gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
+  const label = addonGpuLabel(gpu.backend);
+  if (label !== null)
+    return (
+      `${label} runs node-llama-cpp's prebuilt addon. \`svc engine build\` compiles svc's addon for its prebuilt libraries ` +
+      "(about 15 seconds; needs cmake, make, git, patch and a C++ compiler, no GPU SDK): a lone answer's tokens are then " +
+      "decoded and sampled on a thread of their own, not each through Node's thread pool (svc engine --help)."
+    );
+  if (gpu.backend !== "cpu") return null;
   return (
     "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine " +
     "(about 10 minutes on 2 cores; needs cmake, make, git, patch and a C++ compiler): on a 2-core machine such a build " +
@@ -299,7 +313,18 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
   );
 }
 
-/** engineBuildHint in the desktop window's log, which has no command line to name. */
+/** engineBuildHint in the desktop window's words (its log and Model page have no command line to name); null where it is null. */
+export function engineBuildHintInWindow(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
+  if (engineBuildHint(gpu, platform) === null) return null;
+  const label = addonGpuLabel(gpu.backend);
+  if (label === null) return ENGINE_BUILD_HINT_IN_WINDOW;
+  return (
+    `${label} runs node-llama-cpp's prebuilt addon. svc's own addon for it compiles on this machine in about 15 seconds, ` +
+    `from the command line (docs/configuration.md, "The addon alone"): a lone answer's tokens are then decoded and sampled on a thread of their own.`
+  );
+}
+
+/** engineBuildHint for the CPU in the desktop window's log, which has no command line to name. */
 export const ENGINE_BUILD_HINT_IN_WINDOW =
   "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. Compiled on this machine (about 10 minutes on 2 cores, " +
   "from the command line: docs/configuration.md, \"The engine's CPU binaries\"), they read prompts 1.7 to 1.9 times as fast on a 2-core machine.";

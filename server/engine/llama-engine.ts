@@ -34,7 +34,7 @@ import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload }
 import { SequencePool } from "./sequence-pool.js";
 import { UnpricedStepCosts } from "./step-costs.js";
 import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint, nodeLlamaCppDirectory } from "./engine-build.js";
+import { engineBuildHint, engineBuildHintInWindow, nodeLlamaCppDirectory } from "./engine-build.js";
 import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import type { SpeculationLookup } from "./speculation.js";
 import { jsonQuotedText } from "./prompt-lookup.js";
@@ -296,7 +296,7 @@ export class LlamaEngine implements Engine {
           `${syntax.thought ? ", thoughts" : ""}${syntax.toolCall ? ", tool calls" : ""}.`,
       );
       const hint = engineBuildHint(gpu);
-      if (hint) options.log?.("info", hint, ENGINE_BUILD_HINT_IN_WINDOW);
+      if (hint) options.log?.("info", hint, engineBuildHintInWindow(gpu) ?? undefined);
       if (info.contextNote) options.log?.("warn", info.contextNote, agentContextNoteInWindow(facts) ?? undefined);
       // Building the chat wrappers filled V8's transitions from the empty object literal's map, which
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).

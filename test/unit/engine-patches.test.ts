@@ -14,7 +14,9 @@ import {
   engineAddonBuildId,
   engineAddonBuildOptions,
   engineAddonProjectDirectory,
+  ENGINE_BUILD_HINT_IN_WINDOW,
   engineBuildHint,
+  engineBuildHintInWindow,
   engineBuildId,
   engineBuildKind,
   engineBuildOptions,
@@ -227,13 +229,26 @@ describe("node-llama-cpp addon patches", () => {
     expect(engineBuildStore({})).not.toContain("node_modules");
   });
 
-  it("the server suggests a build only on Linux, on the CPU, with the prebuilt binaries", () => {
+  it("the server suggests a build only on Linux, with the prebuilt binaries: llama.cpp for the CPU, our addon for CUDA or Vulkan", () => {
     const hint = engineBuildHint({ backend: "cpu", build: "prebuilt" }, "linux");
     expect(hint).toMatch(/^The CPU runs node-llama-cpp's prebuilt llama.cpp binaries\. `svc engine build` compiles them on this machine/);
     expect(hint).toContain("needs cmake, make, git, patch and a C++ compiler");
-    expect(engineBuildHint({ backend: "cpu", build: "local" }, "linux")).toBeNull();
-    expect(engineBuildHint({ backend: "cuda", build: "prebuilt" }, "linux")).toBeNull();
-    expect(engineBuildHint({ backend: "cpu", build: "prebuilt" }, "darwin")).toBeNull();
-    expect(engineBuildHint({ backend: "cpu", build: "prebuilt" }, "win32")).toBeNull();
+    expect(engineBuildHintInWindow({ backend: "cpu", build: "prebuilt" }, "linux")).toBe(ENGINE_BUILD_HINT_IN_WINDOW);
+    for (const [backend, label] of [["cuda", "CUDA"], ["vulkan", "Vulkan"]] as const) {
+      const gpu = engineBuildHint({ backend, build: "prebuilt" }, "linux");
+      expect(gpu).toMatch(new RegExp(`^${label} runs node-llama-cpp's prebuilt addon\\. \`svc engine build\` compiles svc's addon for its prebuilt libraries \\(about 15 seconds`));
+      const inWindow = engineBuildHintInWindow({ backend, build: "prebuilt" }, "linux");
+      expect(inWindow).toMatch(new RegExp(`^${label} runs node-llama-cpp's prebuilt addon\\.`));
+      expect(inWindow).not.toMatch(/svc engine|--help/);
+      expect(engineBuildHint({ backend, build: "local" }, "linux")).toBeNull();
+    }
+    for (const gpu of [{ backend: "cpu", build: "local" }, { backend: "metal", build: "prebuilt" }] as const) {
+      expect(engineBuildHint(gpu, "linux")).toBeNull();
+      expect(engineBuildHintInWindow(gpu, "linux")).toBeNull();
+    }
+    for (const platform of ["darwin", "win32"] as const) {
+      expect(engineBuildHint({ backend: "cpu", build: "prebuilt" }, platform)).toBeNull();
+      expect(engineBuildHint({ backend: "cuda", build: "prebuilt" }, platform)).toBeNull();
+    }
   });
 });

@@ -10,7 +10,7 @@ import { basename } from "node:path";
 import { AppError } from "../../core/errors.js";
 import { nowSeconds } from "../../core/ids.js";
 import { isLoopbackHost } from "../../core/loopback.js";
-import { ENGINE_BUILD_HINT_IN_WINDOW, engineBuildHint } from "../../engine/engine-build.js";
+import { engineBuildHintInWindow } from "../../engine/engine-build.js";
 import type { UpstreamTarget } from "../../engine/upstream-client.js";
 import {
   readUpstreamAffinitySetting,
@@ -284,7 +284,7 @@ export class ConsoleService implements ConsoleApi {
             vramFreeBytes: hardware.gpu.vramFreeBytes,
             build: hardware.gpu.build ?? null,
             // The window's wording: it has no command line to name.
-            buildHint: engineBuildHint(hardware.gpu) === null ? null : ENGINE_BUILD_HINT_IN_WINDOW,
+            buildHint: engineBuildHintInWindow(hardware.gpu),
           }
         : null,
       speculation: this.server.engineHost.speculation(),
