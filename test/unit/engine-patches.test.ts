@@ -29,6 +29,7 @@ import {
   patchedFiles,
 } from "../../server/engine/engine-build.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
+import { localBuildFolderName, prebuiltBinaries } from "../../server/engine/engine-addon-build.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -208,6 +209,25 @@ describe("node-llama-cpp addon patches", () => {
     const pkg = JSON.parse(readFileSync(join(nodeLlamaCpp, "package.json"), "utf8")) as { version: string };
     writeFileSync(join(nodeLlamaCpp, "package.json"), JSON.stringify({ ...pkg, version: "3.22.2" }));
     changed();
+  });
+
+  it("an addon build is made against the prebuilt binaries npm installed for the backend, in the folder node-llama-cpp looks for", async () => {
+    const cpu = prebuiltBinaries("cpu", "linux", "x64");
+    if (process.platform === "linux" && process.arch === "x64") {
+      expect(cpu).not.toBeNull();
+      expect(readdirSync(cpu!.folder)).toEqual(expect.arrayContaining(["llama-addon.node", "_nlcBuildMetadata.json", "libggml-base.so"]));
+      expect(cpu!.fallback).toBeNull();
+      const cuda = prebuiltBinaries("cuda", "linux", "x64");
+      // CUDA's fallback libraries come from its -ext package, where npm installed it.
+      if (cuda?.fallback) expect(readdirSync(cuda.fallback)).toContain("libggml-cuda.so");
+    }
+    // None for a platform npm installed nothing for: the build says so instead of compiling.
+    expect(prebuiltBinaries("cuda", "linux", "riscv64")).toBeNull();
+    // node-llama-cpp's own name for a local build of these options: the platform, the GPU and a hash of the options.
+    const options = { platform: "linux", arch: "x64", gpu: "vulkan", llamaCpp: { repo: "ggml-org/llama.cpp", release: "v0.5.0" } };
+    const name = await localBuildFolderName(options, { SVC_ADDON_BUILD_ID: "0123456789abcdef" });
+    expect(name).toMatch(/^linux-x64-vulkan-[0-9a-z]+$/);
+    expect(await localBuildFolderName(options, { SVC_ADDON_BUILD_ID: "fedcba9876543210" })).not.toBe(name);
   });
 
   it("builds are told apart by their identity: another svc's is not loaded", () => {
