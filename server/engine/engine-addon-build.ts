@@ -82,7 +82,11 @@ export async function localBuildFolderName(buildOptions: Record<string, unknown>
   return (await getBuildFolderNameForBuildOptions({ ...buildOptions, customCmakeOptions: new Map(Object.entries(cmakeOptions)) })).withCustomCmakeOptions;
 }
 
-/** Whether the backend can run on this machine (the CPU always; a GPU backend with a driver and a device file). */
+/**
+ * Whether the backend can run on this machine: the CPU always; a GPU backend where a device file and its driver
+ * are there and its prebuilt binaries offer a device, as the server checks (llama-runtime.ts: Mesa's Vulkan
+ * loader with only its CPU renderer offers none).
+ */
 export async function backendRunsHere(backend: AddonBackend): Promise<boolean> {
   if (backend === "cpu") return true;
   const list = (dir: string) => {
@@ -94,7 +98,15 @@ export async function backendRunsHere(backend: AddonBackend): Promise<boolean> {
   };
   if (process.platform === "linux" && !linuxGpuDeviceFiles(list("/dev"), list("/dev/dri"))) return false;
   const supported: Array<string | false> = await getLlamaGpuTypes("supported").catch(() => []);
-  return supported.includes(backend);
+  if (!supported.includes(backend)) return false;
+  try {
+    const llama = await getLlama({ gpu: backend, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
+    const devices = await llama.getGpuDeviceNames().catch((): string[] => []);
+    await llama.dispose();
+    return devices.length > 0;
+  } catch {
+    return false;
+  }
 }
 
 function run(command: string, args: string[], cwd: string): void {
