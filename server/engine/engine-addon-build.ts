@@ -13,13 +13,13 @@
 // and the metadata node-llama-cpp reads. It is kept in the engine build store and loaded as the CPU build is
 // (engine-build.ts: keepInStore, loadEngineBuild).
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { getLlama, getLlamaGpuTypes, LlamaLogLevel } from "node-llama-cpp";
+import { getLlamaGpuTypes } from "node-llama-cpp";
 import {
   ADDON_HOOKS_PATCH,
   type AddonBackend,
@@ -99,13 +99,33 @@ export async function backendRunsHere(backend: AddonBackend): Promise<boolean> {
   if (process.platform === "linux" && !linuxGpuDeviceFiles(list("/dev"), list("/dev/dri"))) return false;
   const supported: Array<string | false> = await getLlamaGpuTypes("supported").catch(() => []);
   if (!supported.includes(backend)) return false;
+  return ((await probeLlama({ gpu: backend }))?.devices ?? 0) > 0;
+}
+
+/**
+ * Loads node-llama-cpp with `options` (never building) in a process of its own, as node-llama-cpp tests its
+ * binaries: a GPU backend's prebuilt addon and our build of it are not loaded into one process. Says which kind
+ * of binaries loaded and how many GPU devices they offer; null when none loaded.
+ */
+export function probeLlama(options: Record<string, unknown>): { buildType: string; devices: number } | null {
+  const entry = pathToFileURL(join(nodeLlamaCppDirectory(), "dist", "index.js")).href;
+  const script =
+    `const { getLlama, LlamaLogLevel } = await import(${JSON.stringify(entry)});` +
+    `const llama = await getLlama({ ...${JSON.stringify(options)}, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });` +
+    `const devices = await llama.getGpuDeviceNames().catch(() => []);` +
+    `console.log(JSON.stringify({ buildType: llama.buildType, devices: devices.length }));` +
+    `await llama.dispose();`;
+  // A file, not `node -e`: node-llama-cpp tests a binary in a process forked with this one's Node options.
+  const dir = mkdtempSync(join(tmpdir(), "svc-probe-"));
+  const file = join(dir, "probe.mjs");
+  writeFileSync(file, script);
+  const result = spawnSync(process.execPath, [file], { encoding: "utf8", env: { ...process.env, ELECTRON_RUN_AS_NODE: "1" } });
+  rmSync(dir, { recursive: true, force: true });
+  if (result.status !== 0) return null;
   try {
-    const llama = await getLlama({ gpu: backend, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
-    const devices = await llama.getGpuDeviceNames().catch((): string[] => []);
-    await llama.dispose();
-    return devices.length > 0;
+    return JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "") as { buildType: string; devices: number };
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -189,17 +209,8 @@ export async function buildEngineAddon(backend: AddonBackend): Promise<AddonBuil
   }
   const checked = await backendRunsHere(backend);
   if (checked) {
-    const llama = await getLlama({
-      gpu: backend === "cpu" ? false : backend,
-      build: "never",
-      usePrebuiltBinaries: false,
-      progressLogs: false,
-      logLevel: LlamaLogLevel.warn,
-      cmakeOptions: { ...cmakeOptions },
-    });
-    const ours = llama.buildType === "localBuild";
-    await llama.dispose();
-    if (!ours) throw new Error(`node-llama-cpp did not load the addon build from ${target}`);
+    const loaded = probeLlama({ gpu: backend === "cpu" ? false : backend, usePrebuiltBinaries: false, cmakeOptions: { ...cmakeOptions } });
+    if (loaded?.buildType !== "localBuild") throw new Error(`node-llama-cpp did not load the addon build from ${target}`);
   }
   return { seconds: (performance.now() - started) / 1000, build: await keepInStore(target), checked };
 }

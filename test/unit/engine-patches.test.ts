@@ -29,7 +29,7 @@ import {
   patchedFiles,
 } from "../../server/engine/engine-build.js";
 import { llamaCppBundleFile, removeLlamaCppBundleClone } from "../support/llama-cpp-bundle.js";
-import { localBuildFolderName, prebuiltBinaries } from "../../server/engine/engine-addon-build.js";
+import { localBuildFolderName, prebuiltBinaries, probeLlama } from "../../server/engine/engine-addon-build.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -223,6 +223,10 @@ describe("node-llama-cpp addon patches", () => {
     }
     // None for a platform npm installed nothing for: the build says so instead of compiling.
     expect(prebuiltBinaries("cuda", "linux", "riscv64")).toBeNull();
+    // Loading is checked in a process of its own: the CPU's binaries load, with no GPU device; a local build
+    // that is not there does not.
+    expect(probeLlama({ gpu: false })).toMatchObject({ devices: 0 });
+    expect(probeLlama({ gpu: false, usePrebuiltBinaries: false, cmakeOptions: { SVC_ADDON_BUILD_ID: "no-such-build" } })).toBeNull();
     // node-llama-cpp's own name for a local build of these options: the platform, the GPU and a hash of the options.
     const options = { platform: "linux", arch: "x64", gpu: "vulkan", llamaCpp: { repo: "ggml-org/llama.cpp", release: "v0.5.0" } };
     const name = await localBuildFolderName(options, { SVC_ADDON_BUILD_ID: "0123456789abcdef" });
