@@ -64,7 +64,7 @@ rm -rf "$SRC"
 # The addon's source with svc's patches (the engine build's own code applies them to a copy).
 ADDON=$(mktemp -d)
 mkdir -p "$ADDON/llama" && cp -r node_modules/node-llama-cpp/llama/addon "$ADDON/llama/"
-node -e "import('./dist/server/engine/engine-build.js').then((m) => m.applyAddonPatches(process.argv[1]))" "$ADDON"
+node -e "import('./dist/server/engine/engine-build.js').then((m) => m.applyAddonPatches(process.argv[1], undefined, undefined, [m.ADDON_HOOKS_PATCH]))" "$ADDON"
 tar -cJf "$OUT/addon-patched.tar.xz" -C "$ADDON" llama/addon
 rm -rf "$ADDON"
 du -ch "$OUT"/* | sort -h
