@@ -431,9 +431,17 @@ export class SlotLoop {
           feed = [verified.token];
           continue;
         }
-        const ahead = track.ahead;
+        let ahead = track.ahead;
         track.ahead = null;
         let sampled = ahead && !ahead.stale ? await this.sampleAhead(ahead) : null;
+        if (sampled === null && ahead?.stale === true && ahead.draft.length > 0 && !ahead.dropped) {
+          // Decoded with guesses, whose logits were let go before the generation asked (a reader that stalled
+          // past AHEAD_WAIT_MS): decoded again with the same guesses, asked for at once, so that they are checked.
+          await this.drop(ahead);
+          ahead = this.queueAhead(track, ahead.token, ahead.draft);
+          this.kick();
+          sampled = await this.sampleAhead(ahead);
+        }
         if (sampled === null) {
           // No decode ahead, or its logits were let go: decode the feed now.
           if (ahead) await this.drop(ahead);
@@ -944,6 +952,23 @@ export class SlotLoop {
     const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
     if (Array.isArray(guessed) && draft.length === 0 && track.guesser?.settled === true && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
+    const ahead = this.queueAhead(track, token, draft);
+    track.ahead = ahead;
+    if (!Array.isArray(guessed))
+      ahead.drafting = guessed.then(
+        (tokens) => {
+          ahead.draft = tokens;
+          ahead.drafting = null;
+        },
+        () => {
+          // A draft model that failed guesses nothing this step.
+          ahead.drafting = null;
+        },
+      );
+  }
+
+  /** Queues a token (and its guesses) for the next batch, to be decoded before its generation asks for it. */
+  private queueAhead(track: Track, token: Token, draft: Token[]): Ahead {
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const ahead: Ahead = {
@@ -961,18 +986,7 @@ export class SlotLoop {
       settle,
       error: null,
     };
-    if (!Array.isArray(guessed))
-      ahead.drafting = guessed.then(
-        (tokens) => {
-          ahead.draft = tokens;
-          ahead.drafting = null;
-        },
-        () => {
-          // A draft model that failed guesses nothing this step.
-          ahead.drafting = null;
-        },
-      );
-    track.ahead = ahead;
     this.pendingAhead.push(ahead);
+    return ahead;
   }
 }

@@ -13,7 +13,7 @@ import { getLlama, type LlamaContext, type LlamaContextSequence, type LlamaModel
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { PROMPT_LOOKUP_DEFAULTS } from "../../server/engine/prompt-lookup.js";
-import { SlotLoop } from "../../server/engine/slot-loop.js";
+import { AHEAD_WAIT_MS, SlotLoop } from "../../server/engine/slot-loop.js";
 import { SPECULATION_BATCH_GUESSES } from "../../server/engine/speculation.js";
 import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
@@ -113,6 +113,38 @@ describe("speculation (prompt lookup) in the slot loop", () => {
       undo();
       await small.context.dispose();
     }
+  });
+
+  it("a reader slower than a batch waits for its ask: the token is decoded again with the same guesses, which are checked", async () => {
+    const { model, context } = tiny;
+    const head = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const first = await run(tiny, false, head, { temperature: 0 }, 40);
+    const echo = [...head, ...first.tokens, ...head];
+    const off = await run(tiny, false, echo, { temperature: 0 }, 40);
+    const loop = new SlotLoop(context, model, paths(true), null, keepAllGuesses());
+    const sequence = context.getSequence();
+    const sampled: SampledToken[] = [];
+    let decodes = 0;
+    const undo = spyOnBinding(context, (method) => {
+      if (method === "decodeBatch") decodes++;
+    });
+    try {
+      for await (const t of loop.evaluate(sequence, echo, {}, { temperature: 0, yieldEogToken: true })) {
+        sampled.push(t);
+        if (sampled.length === 40 || model.isEogToken(t.token)) break;
+        // Each ask comes well after the batch that decoded the token ahead (with its guesses) let it go.
+        await new Promise((r) => setTimeout(r, AHEAD_WAIT_MS * 4));
+      }
+      expect(sampled.map((t) => t.token)).toEqual(off.tokens);
+      expect(state(sequence)).toEqual(off.state);
+    } finally {
+      undo();
+      sequence.dispose();
+    }
+    // The guesses were checked all the same (they used to be decoded, let go and never checked), in fewer
+    // decodes than tokens even with every decode ahead made twice.
+    expect(sampled.filter((t) => t.speculation?.accepted).length).toBeGreaterThan(off.tokens.length / 2);
+    expect(decodes).toBeLessThan(off.decodes);
   });
 
   it("a generation that stops among verified tokens leaves the sequence as the token-by-token path does", async () => {
