@@ -13,7 +13,7 @@
 // and the metadata node-llama-cpp reads. It is kept in the engine build store and loaded as the CPU build is
 // (engine-build.ts: keepInStore, loadEngineBuild).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { availableParallelism, tmpdir } from "node:os";
@@ -33,7 +33,7 @@ import {
   localBuildsDirectory,
   nodeLlamaCppDirectory,
 } from "./engine-build.js";
-import { linuxGpuDeviceFiles } from "./resource-plan.js";
+import { gpuDeviceFilePresent } from "./llama-runtime.js";
 
 /** A backend as the user reads it. */
 export function backendLabel(backend: AddonBackend): string {
@@ -89,14 +89,7 @@ export async function localBuildFolderName(buildOptions: Record<string, unknown>
  */
 export async function backendRunsHere(backend: AddonBackend): Promise<boolean> {
   if (backend === "cpu") return true;
-  const list = (dir: string) => {
-    try {
-      return readdirSync(dir);
-    } catch {
-      return [];
-    }
-  };
-  if (process.platform === "linux" && !linuxGpuDeviceFiles(list("/dev"), list("/dev/dri"))) return false;
+  if (!gpuDeviceFilePresent()) return false;
   const supported: Array<string | false> = await getLlamaGpuTypes("supported").catch(() => []);
   if (!supported.includes(backend)) return false;
   return ((await probeLlama({ gpu: backend }))?.devices ?? 0) > 0;

@@ -131,8 +131,11 @@ function buildIdentity(packageDir: string, nativeDir: string, parts: (part: Iden
  * and finds it by them): SVC_ADDON_BUILD_ID alone, never compiled with (the libraries are prebuilt).
  */
 export function engineAddonBuildOptions(backend: AddonBackend): Readonly<Record<string, string>> {
-  return Object.freeze({ SVC_ADDON_BUILD_ID: engineAddonBuildId(backend) });
+  let options = addonBuildOptions.get(backend);
+  if (!options) addonBuildOptions.set(backend, (options = Object.freeze({ SVC_ADDON_BUILD_ID: engineAddonBuildId(backend) })));
+  return options;
 }
+const addonBuildOptions = new Map<AddonBackend, Readonly<Record<string, string>>>();
 
 let buildOptions: Readonly<Record<string, string>> | null = null;
 
@@ -285,9 +288,10 @@ export function engineBuildSupported(platform: NodeJS.Platform = process.platfor
   return platform === "linux";
 }
 
-/** A GPU backend an addon build is made for, as the user reads it; null for others (the CPU, Metal). */
-function addonGpuLabel(backend: string): string | null {
-  return backend === "cuda" ? "CUDA" : backend === "vulkan" ? "Vulkan" : null;
+/** What the build hints name for these binaries: the CPU's full build, a GPU backend's addon build (as the user reads the backend), or nothing. */
+function hintFor(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform): "cpu" | "CUDA" | "Vulkan" | null {
+  if (gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
+  return gpu.backend === "cpu" ? "cpu" : gpu.backend === "cuda" ? "CUDA" : gpu.backend === "vulkan" ? "Vulkan" : null;
 }
 
 /**
@@ -297,15 +301,14 @@ function addonGpuLabel(backend: string): string | null {
  * Null with a local build, on Metal, and elsewhere.
  */
 export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
-  if (gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
-  const label = addonGpuLabel(gpu.backend);
-  if (label !== null)
+  const label = hintFor(gpu, platform);
+  if (label === null) return null;
+  if (label !== "cpu")
     return (
       `${label} runs node-llama-cpp's prebuilt addon. \`svc engine build\` compiles svc's addon for its prebuilt libraries ` +
       "(about 15 seconds; needs cmake, make, git, patch and a C++ compiler, no GPU SDK): a lone answer's tokens are then " +
       "decoded and sampled on a thread of their own, not each through Node's thread pool (svc engine --help)."
     );
-  if (gpu.backend !== "cpu") return null;
   return (
     "The CPU runs node-llama-cpp's prebuilt llama.cpp binaries. `svc engine build` compiles them on this machine " +
     "(about 10 minutes on 2 cores; needs cmake, make, git, patch and a C++ compiler): on a 2-core machine such a build " +
@@ -315,9 +318,9 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
 
 /** engineBuildHint in the desktop window's words (its log and Model page have no command line to name); null where it is null. */
 export function engineBuildHintInWindow(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
-  if (engineBuildHint(gpu, platform) === null) return null;
-  const label = addonGpuLabel(gpu.backend);
-  if (label === null) return ENGINE_BUILD_HINT_IN_WINDOW;
+  const label = hintFor(gpu, platform);
+  if (label === null) return null;
+  if (label === "cpu") return ENGINE_BUILD_HINT_IN_WINDOW;
   return (
     `${label} runs node-llama-cpp's prebuilt addon. svc's own addon for it compiles on this machine in about 15 seconds, ` +
     `from the command line (docs/configuration.md, "The addon alone"): a lone answer's tokens are then decoded and sampled on a thread of their own.`
@@ -389,7 +392,7 @@ async function readBuild(folder: string): Promise<BuildFacts | null> {
     if (typeof addonId === "string" && Object.keys(options!.customCmakeOptions!).length === 1) {
       const backend = options?.gpu === false ? "cpu" : options?.gpu;
       if (backend !== "cpu" && backend !== "cuda" && backend !== "vulkan") return null;
-      return { backend, addonOnly: true, release, kind: addonId === engineAddonBuildId(backend) ? "current" : "earlier" };
+      return { backend, addonOnly: true, release, kind: addonId === engineAddonBuildOptions(backend).SVC_ADDON_BUILD_ID ? "current" : "earlier" };
     }
     const kind = engineBuildKind(options?.customCmakeOptions);
     return options?.gpu === false && kind ? { backend: "cpu", addonOnly: false, release, kind } : null;
@@ -438,8 +441,8 @@ export async function findEngineBuilds(): Promise<EngineBuildInfo[]> {
  * Puts the store's current build of a kind where node-llama-cpp loads builds from (its localBuilds), when a
  * reinstall of the packages removed it there. Returns whether a current build of that kind is in place.
  */
-async function placeStoredBuild(kind: Pick<EngineBuildInfo, "backend" | "addonOnly">): Promise<boolean> {
-  const builds = (await findEngineBuilds()).filter((b) => sameKind(b, kind));
+async function placeStoredBuild(found: EngineBuildInfo[], kind: Pick<EngineBuildInfo, "backend" | "addonOnly">): Promise<boolean> {
+  const builds = found.filter((b) => sameKind(b, kind));
   const stored = builds.find((b) => b.current && !b.building && b.folder.startsWith(engineBuildStore()));
   if (!stored) return builds.some((b) => b.current && !b.building);
   const target = join(localBuildsDirectory(), basename(stored.folder));
@@ -463,10 +466,11 @@ type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
  */
 export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "cuda" | "vulkan" = false): Promise<Llama | null> {
   const backend: AddonBackend = gpu === false ? "cpu" : gpu;
+  const found = await findEngineBuilds();
   for (const addonOnly of backend === "cpu" ? [false, true] : [true]) {
     // Only a finished build that is not being made again: node-llama-cpp would otherwise wait for the
     // build's lock, minutes in which the server would not start.
-    if (!(await placeStoredBuild({ backend, addonOnly }))) continue;
+    if (!(await placeStoredBuild(found, { backend, addonOnly }))) continue;
     try {
       return await getLlama({
         ...options,

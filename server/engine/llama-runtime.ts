@@ -29,6 +29,11 @@ function entries(dir: string): string[] {
   }
 }
 
+/** Whether a Vulkan or CUDA device can exist here: on Linux, a GPU's device file (linuxGpuDeviceFiles); elsewhere, yes. */
+export function gpuDeviceFilePresent(): boolean {
+  return process.platform !== "linux" || linuxGpuDeviceFiles(entries("/dev"), entries("/dev/dri"));
+}
+
 function backendName(gpu: GpuBackend): string {
   return gpu === false ? "cpu" : gpu;
 }
@@ -59,7 +64,7 @@ export async function loadRuntime(preference: GpuPreference, log?: RuntimeLog): 
       for (const gpu of valid)
         if (gpu !== false && !found.includes(gpu)) skipped.push({ backend: gpu, reason: "no driver or prebuilt binary found" });
     }
-    const noDeviceFile = process.platform === "linux" && !linuxGpuDeviceFiles(entries("/dev"), entries("/dev/dri"));
+    const noDeviceFile = !gpuDeviceFilePresent();
     for (const gpu of gpuCandidates(preference, supported)) {
       if ((gpu === "vulkan" || gpu === "cuda") && noDeviceFile) {
         skipped.push({ backend: gpu, reason: NO_GPU_DEVICE_FILE });
