@@ -24,6 +24,7 @@ import {
   ADDON_HOOKS_PATCH,
   type AddonBackend,
   applyAddonPatches,
+  backendLabel,
   engineAddonBuildOptions,
   engineAddonProjectDirectory,
   type EngineBuildInfo,
@@ -35,14 +36,7 @@ import {
 } from "./engine-build.js";
 import { gpuDeviceFilePresent } from "./llama-runtime.js";
 
-/** A backend as the user reads it. */
-export function backendLabel(backend: AddonBackend): string {
-  return backend === "cpu" ? "CPU" : backend === "cuda" ? "CUDA" : "Vulkan";
-}
-
 export interface PrebuiltBinaries {
-  /** node-llama-cpp's name for them: linux-x64, linux-x64-cuda, ... */
-  name: string;
   /** Their folder: the addon, the llama.cpp libraries and the build's metadata. */
   folder: string;
   /** CUDA's fallback libraries (its -ext package), loaded where the main ones do not run; null elsewhere. */
@@ -67,7 +61,7 @@ export function prebuiltBinaries(backend: AddonBackend, platform: NodeJS.Platfor
   if (!existsSync(join(folder, "llama-addon.node")) || !existsSync(join(folder, "_nlcBuildMetadata.json"))) return null;
   const extRoot = backend === "cuda" ? packageRoot(`@node-llama-cpp/${name}-ext`) : null;
   const fallback = extRoot === null ? null : join(extRoot, "bins", name, "fallback");
-  return { name, folder, fallback: fallback !== null && existsSync(fallback) ? fallback : null };
+  return { folder, fallback: fallback !== null && existsSync(fallback) ? fallback : null };
 }
 
 /**

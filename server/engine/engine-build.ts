@@ -58,6 +58,11 @@ export const ADDON_HOOKS_PATCH = "addon-hooks";
 /** The prebuilt binaries an addon build is made against: node-llama-cpp's CPU, CUDA or Vulkan libraries. */
 export type AddonBackend = "cpu" | "cuda" | "vulkan";
 
+/** A backend as the user reads it. */
+export function backendLabel(backend: AddonBackend): string {
+  return backend === "cpu" ? "CPU" : backend === "cuda" ? "CUDA" : "Vulkan";
+}
+
 /** Where our C++ goes in node-llama-cpp's package for a build (its CMake compiles llama/addon/ and one level below). */
 export const NATIVE_SOURCE_FOLDER = "llama/addon/svc";
 
@@ -288,10 +293,10 @@ export function engineBuildSupported(platform: NodeJS.Platform = process.platfor
   return platform === "linux";
 }
 
-/** What the build hints name for these binaries: the CPU's full build, a GPU backend's addon build (as the user reads the backend), or nothing. */
-function hintFor(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform): "cpu" | "CUDA" | "Vulkan" | null {
+/** The binaries the build hints are about (prebuilt ones, on Linux, of a backend `svc engine build` builds for), or null. */
+function hintFor(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform): AddonBackend | null {
   if (gpu.build !== "prebuilt" || !engineBuildSupported(platform)) return null;
-  return gpu.backend === "cpu" ? "cpu" : gpu.backend === "cuda" ? "CUDA" : gpu.backend === "vulkan" ? "Vulkan" : null;
+  return gpu.backend === "cpu" || gpu.backend === "cuda" || gpu.backend === "vulkan" ? gpu.backend : null;
 }
 
 /**
@@ -301,11 +306,11 @@ function hintFor(gpu: { backend: string; build?: "prebuilt" | "local" }, platfor
  * Null with a local build, on Metal, and elsewhere.
  */
 export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
-  const label = hintFor(gpu, platform);
-  if (label === null) return null;
-  if (label !== "cpu")
+  const backend = hintFor(gpu, platform);
+  if (backend === null) return null;
+  if (backend !== "cpu")
     return (
-      `${label} runs node-llama-cpp's prebuilt addon. \`svc engine build\` compiles svc's addon for its prebuilt libraries ` +
+      `${backendLabel(backend)} runs node-llama-cpp's prebuilt addon. \`svc engine build\` compiles svc's addon for its prebuilt libraries ` +
       "(about 15 seconds; needs cmake, make, git, patch and a C++ compiler, no GPU SDK): a lone answer's tokens are then " +
       "decoded and sampled on a thread of their own, not each through Node's thread pool (svc engine --help)."
     );
@@ -318,11 +323,11 @@ export function engineBuildHint(gpu: { backend: string; build?: "prebuilt" | "lo
 
 /** engineBuildHint in the desktop window's words (its log and Model page have no command line to name); null where it is null. */
 export function engineBuildHintInWindow(gpu: { backend: string; build?: "prebuilt" | "local" }, platform: NodeJS.Platform = process.platform): string | null {
-  const label = hintFor(gpu, platform);
-  if (label === null) return null;
-  if (label === "cpu") return ENGINE_BUILD_HINT_IN_WINDOW;
+  const backend = hintFor(gpu, platform);
+  if (backend === null) return null;
+  if (backend === "cpu") return ENGINE_BUILD_HINT_IN_WINDOW;
   return (
-    `${label} runs node-llama-cpp's prebuilt addon. svc's own addon for it compiles on this machine in about 15 seconds, ` +
+    `${backendLabel(backend)} runs node-llama-cpp's prebuilt addon. svc's own addon for it compiles on this machine in about 15 seconds, ` +
     `from the command line (docs/configuration.md, "The addon alone"): a lone answer's tokens are then decoded and sampled on a thread of their own.`
   );
 }

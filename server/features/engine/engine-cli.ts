@@ -3,6 +3,7 @@
 // (it pulls in node-llama-cpp).
 import {
   type AddonBackend,
+  backendLabel,
   buildEngine,
   type EngineBuildInfo,
   engineBuildSupported,
@@ -11,7 +12,7 @@ import {
   missingBuildTools,
   removeEngineBuilds,
 } from "../../engine/engine-build.js";
-import { backendLabel, backendRunsHere, buildEngineAddon } from "../../engine/engine-addon-build.js";
+import { backendRunsHere, buildEngineAddon } from "../../engine/engine-addon-build.js";
 import { clearWarmPrefixes, listWarmPrefixes, warmStartDir } from "../../engine/warm-start.js";
 import { formatBytes } from "../../core/format.js";
 import { parseArgs } from "node:util";
