@@ -224,6 +224,8 @@ export async function buildApp(deps: ServerDeps, options: AppOptions = {}): Prom
             vram_free_bytes: gpu.vramFreeBytes,
             skipped: gpu.skipped ?? [],
             build: gpu.build ?? null,
+            // Which build of ours, with "local": "full" (llama.cpp compiled here) or "addon" (our addon alone).
+            local_build: gpu.localBuild ?? null,
           }
         : null,
       // Prompt lookup's guesses since the server started (docs/api.md, "Speculation"); null without a model of

@@ -108,7 +108,8 @@ Where the server runs CUDA or Vulkan (or with --gpu cuda|vulkan), \`svc engine b
 node-llama-cpp's addon with the first three changes, against that backend's prebuilt llama.cpp libraries:
 about 15 seconds, no CUDA or Vulkan SDK. --addon-only does the same for the CPU's prebuilt libraries (the
 addon's paths without the faster kernels; the full build is preferred where both exist).
-/health says which runs ("gpu": {"build": "local"} or "prebuilt"). Builds are kept outside node_modules
+/health says which runs ("gpu": {"build": "local", "local_build": "full"}, "addon" for the addon alone, or
+"build": "prebuilt"). Builds are kept outside node_modules
 (~/.cache/svc-desktop/engine-builds) and put back after a reinstall (npm ci). \`svc engine remove\` deletes
 them: the server goes back to the prebuilt binaries.
 

@@ -469,6 +469,14 @@ type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
  * its addon build), or returns null when there is none (the prebuilt binaries then). Throws when one exists
  * and does not load.
  */
+/** Which of our builds each runtime loadEngineBuild returned runs: the full CPU build, or our addon alone. */
+const loadedKinds = new WeakMap<Llama, "full" | "addon">();
+
+/** "full" (llama.cpp and our addon built here) or "addon" (our addon on prebuilt libraries); null: not ours. */
+export function localBuildKind(llama: Llama): "full" | "addon" | null {
+  return loadedKinds.get(llama) ?? null;
+}
+
 export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "cuda" | "vulkan" = false): Promise<Llama | null> {
   const backend: AddonBackend = gpu === false ? "cpu" : gpu;
   const found = await findEngineBuilds();
@@ -477,7 +485,7 @@ export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "c
     // build's lock, minutes in which the server would not start.
     if (!(await placeStoredBuild(found, { backend, addonOnly }))) continue;
     try {
-      return await getLlama({
+      const llama = await getLlama({
         ...options,
         gpu,
         build: "never",
@@ -485,6 +493,8 @@ export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "c
         progressLogs: false,
         cmakeOptions: { ...(addonOnly ? engineAddonBuildOptions(backend) : engineBuildOptions()) },
       });
+      loadedKinds.set(llama, addonOnly ? "addon" : "full");
+      return llama;
     } catch (err) {
       if (!(err instanceof NoBinaryFoundError)) throw err;
     }

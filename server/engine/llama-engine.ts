@@ -321,8 +321,9 @@ export class LlamaEngine implements Engine {
             maxBytes: options.warmStart.maxBytes ?? WARM_START_MAX_BYTES,
             minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS,
           },
-          // What a state depends on: the model, the engine's binaries and the KV cache's type.
-          [modelFileIdentity(options.modelPath), `node-llama-cpp ${(JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version}`, gpu.backend, gpu.build ?? "prebuilt", `kv ${kvCache}`].join("|"),
+          // What a state depends on: the model, the llama.cpp libraries and the KV cache's type (our addon alone
+          // on the prebuilt libraries computes as they do).
+          [modelFileIdentity(options.modelPath), `node-llama-cpp ${(JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version}`, gpu.backend, gpu.localBuild === "addon" ? "prebuilt" : (gpu.build ?? "prebuilt"), `kv ${kvCache}`].join("|"),
           options.log,
         );
       return engine;

@@ -3,7 +3,7 @@
 // /health). Moved out of llama-engine.ts, which loads models on it.
 import { getLlama, getLlamaGpuTypes, LlamaLogLevel, type Llama, type LlamaOptions } from "node-llama-cpp";
 import type { Log } from "../core/log.js";
-import { loadEngineBuild } from "./engine-build.js";
+import { loadEngineBuild, localBuildKind } from "./engine-build.js";
 import { readdirSync } from "node:fs";
 import { gpuCandidates, linuxGpuDeviceFiles, NO_GPU_DEVICE_FILE, type GpuBackend, type GpuPreference } from "./resource-plan.js";
 import type { GpuInfo } from "./types.js";
@@ -121,9 +121,11 @@ export async function loadLlamaRuntime(preference: GpuPreference = "auto", log?:
 export async function describeGpu(llama: Llama, skipped: Runtime["skipped"] = []): Promise<GpuInfo> {
   const backend = llama.gpu === false ? "cpu" : llama.gpu;
   const build = llama.buildType === "localBuild" ? "local" : "prebuilt";
-  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped, build };
+  const kind = localBuildKind(llama);
+  const local = build === "local" && kind !== null ? { localBuild: kind } : {};
+  if (backend === "cpu") return { backend, devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped, build, ...local };
   const [devices, vram] = await Promise.all([llama.getGpuDeviceNames(), llama.getVramState()]);
-  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped, build };
+  return { backend, devices, vramTotalBytes: vram.total, vramFreeBytes: vram.free, skipped, build, ...local };
 }
 
 /** Loads the runtime (if needed) and says what it runs on; the health probe shows this before any model loads. */

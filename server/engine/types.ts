@@ -103,6 +103,12 @@ export interface GpuInfo {
    * on this machine (docs/performance.md: faster prompts and batches on a CPU). Absent where not known.
    */
   build?: "prebuilt" | "local";
+  /**
+   * With a local build: "full" (`svc engine build` for the CPU: llama.cpp and our addon compiled here) or
+   * "addon" (our addon alone, compiled here against node-llama-cpp's prebuilt llama.cpp libraries: a GPU
+   * backend's build, or `--addon-only`). Absent for the prebuilt binaries, and for a local build not ours.
+   */
+  localBuild?: "full" | "addon";
 }
 
 export interface LoadedModelInfo {

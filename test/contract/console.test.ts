@@ -265,6 +265,28 @@ describe("console calls", () => {
     }
   });
 
+  it("says which build of ours runs: llama.cpp built here, or our addon alone on the prebuilt libraries", async () => {
+    const models = server.models;
+    const real = models.hardware.bind(models);
+    const cases = [
+      [{ build: "local", localBuild: "addon" }, { build: "local", localBuild: "addon" }],
+      [{ build: "local", localBuild: "full" }, { build: "local", localBuild: "full" }],
+      [{ build: "local" }, { build: "local", localBuild: null }],
+      [{ build: "prebuilt" }, { build: "prebuilt", localBuild: null }],
+    ] as const;
+    for (const [gpu, view] of cases) {
+      const spy = vi.spyOn(models, "hardware").mockImplementation(async () => ({
+        ...(await real()),
+        gpu: { backend: "cpu", devices: [], vramTotalBytes: 0, vramFreeBytes: 0, skipped: [], ...gpu },
+      }));
+      try {
+        expect((await call<StatusView>("status")).gpu).toMatchObject(view);
+      } finally {
+        spy.mockRestore();
+      }
+    }
+  });
+
   it("counts API requests and errors for the Server page", async () => {
     const before = (await call<StatusView>("status")).usage;
     await chat("sk-svc-wrong");

@@ -35,12 +35,12 @@ afterAll(async () => {
   if (!hadBuildsFolder) rmSync(localBuildsDirectory(), { recursive: true, force: true });
 });
 
-async function serveAndAsk(model: string = inject("tinyModelPath")): Promise<{ build: string; content: string; together: string[]; log: string }> {
+async function serveAndAsk(model: string = inject("tinyModelPath")): Promise<{ build: string; localBuild: string | null; content: string; together: string[]; log: string }> {
   const dataDir = tempDataDir();
   const key = createKey(dataDir);
   const server = await startSvc({ model, dataDir, env: { SVC_LOG_LEVEL: "info" } });
   servers.push(server);
-  let health: { model?: { state?: string }; gpu?: { build?: string } } = {};
+  let health: { model?: { state?: string }; gpu?: { build?: string; local_build?: string | null } } = {};
   for (let i = 0; i < 120 && health.model?.state !== "ready"; i++) {
     health = (await (await fetch(`${server.url}/health`)).json()) as typeof health;
     if (health.model?.state !== "ready") await new Promise((r) => setTimeout(r, 250));
@@ -60,7 +60,7 @@ async function serveAndAsk(model: string = inject("tinyModelPath")): Promise<{ b
   // Three answers asked at once: where they overlap, a step decodes 2 or 3 tokens together (sgemm-few-columns.patch's matrix code).
   const together = await Promise.all(["One thing.", "Another thing, longer.", "A third."].map((q) => ask(q, 24)));
   await server.stop();
-  return { build: health.gpu?.build ?? "", content, together, log: server.output() };
+  return { build: health.gpu?.build ?? "", localBuild: health.gpu?.local_build ?? null, content, together, log: server.output() };
 }
 
 /** This process's threads around two decodes at 2 threads (test/support/decode-threads.mjs), in a fresh process. */
@@ -140,6 +140,7 @@ describe("svc engine build", () => {
     rmSync(workingCopy, { recursive: true, force: true });
     const after = await serveAndAsk();
     expect(after.build).toBe("local");
+    expect(after.localBuild).toBe("full");
     expect(existsSync(join(workingCopy, "Release", "_nlcBuildMetadata.json"))).toBe(true);
     expect(after.log).not.toContain(hint);
     // Same source, same greedy answer.
@@ -239,6 +240,7 @@ describe("svc engine build", () => {
     expect(existsSync(workingCopy)).toBe(false);
     const removedAfter = await serveAndAsk();
     expect(removedAfter.build).toBe("prebuilt");
+    expect(removedAfter.localBuild).toBeNull();
     expect(removedAfter.log).toContain(hint);
   });
 });
@@ -260,6 +262,7 @@ describe("svc engine build, the addon alone", () => {
       const source = addonSource();
       const before = await serveAndAsk();
       expect(before.build).toBe("prebuilt");
+      expect(before.localBuild).toBeNull();
 
       const build = await runSvcAsync(["engine", "build", "--addon-only"]);
       expect(build.status, build.stderr.slice(-3000)).toBe(0);
@@ -284,6 +287,7 @@ describe("svc engine build, the addon alone", () => {
       rmSync(workingCopy, { recursive: true, force: true });
       const after = await serveAndAsk();
       expect(after.build).toBe("local");
+      expect(after.localBuild).toBe("addon");
       expect(existsSync(join(workingCopy, "Release", "_nlcBuildMetadata.json"))).toBe(true);
       expect(after.content).toBe(before.content);
       expect(after.together).toEqual(before.together);

@@ -8,6 +8,7 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
+import { localBuildKind } from "../../server/engine/engine-build.js";
 import { loadLlamaRuntime } from "../../server/engine/llama-runtime.js";
 import { startModelServer, type ModelServer } from "../support/model-server.js";
 import { ROOT } from "../support/svc-process.js";
@@ -260,7 +261,11 @@ describe.skipIf(skip !== null)("the desktop window", () => {
       // Which llama.cpp binaries run: the prebuilt ones unless one was built on this machine.
       const runtime = await loadLlamaRuntime("cpu");
       expect(await ui.page.getByTestId("gpu-backend").textContent()).toContain(
-        runtime.buildType === "localBuild" ? "· llama.cpp built on this machine" : "· prebuilt llama.cpp",
+        runtime.buildType !== "localBuild"
+          ? "· prebuilt llama.cpp"
+          : localBuildKind(runtime) === "addon"
+            ? "· prebuilt llama.cpp with svc's addon built on this machine"
+            : "· llama.cpp built on this machine",
       );
       // The engine-build advice is a command-line step: the log has it, the window does not.
       expect(await ui.page.getByTestId("engine-build-hint").count()).toBe(0);

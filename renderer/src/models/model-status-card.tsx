@@ -64,7 +64,7 @@ export function ModelStatusCard({
               <strong>{status.gpu.backend === "cpu" ? "CPU only" : status.gpu.backend.toUpperCase()}</strong>
               {status.gpu.devices.length > 0 && ` · ${status.gpu.devices.join(", ")}`}
               {status.gpu.vramTotalBytes > 0 && ` · ${formatBytes(status.gpu.vramFreeBytes)} free of ${formatBytes(status.gpu.vramTotalBytes)}`}
-              {status.gpu.build === "local" && " · llama.cpp built on this machine"}
+              {status.gpu.build === "local" && (status.gpu.localBuild === "addon" ? " · prebuilt llama.cpp with svc's addon built on this machine" : " · llama.cpp built on this machine")}
               {status.gpu.build === "prebuilt" && " · prebuilt llama.cpp"}
             </>
           ) : (

@@ -283,6 +283,7 @@ export class ConsoleService implements ConsoleApi {
             vramTotalBytes: hardware.gpu.vramTotalBytes,
             vramFreeBytes: hardware.gpu.vramFreeBytes,
             build: hardware.gpu.build ?? null,
+            localBuild: hardware.gpu.localBuild ?? null,
             // The window's wording: it has no command line to name.
             buildHint: engineBuildHintInWindow(hardware.gpu),
           }

@@ -79,6 +79,8 @@ export interface GpuView {
   vramFreeBytes: number;
   /** Which llama.cpp binaries run: node-llama-cpp's prebuilt ones, or a build made on this machine; null: not known. */
   build: "prebuilt" | "local" | null;
+  /** With "local": llama.cpp and our addon built here ("full"), or our addon alone on prebuilt libraries ("addon"). */
+  localBuild: "full" | "addon" | null;
   /**
    * Where the CPU runs node-llama-cpp's prebuilt binaries on Linux: what a build made on this machine would
    * give, in the window's words (the log's line without the command it names); null elsewhere.

@@ -95,7 +95,7 @@ async function build(argv: string[]): Promise<number> {
     const result = await buildEngine();
     const minutes = (result.seconds / 60).toFixed(1);
     console.log(`Built in ${minutes} min${result.build ? `: ${result.build.folder}` : ""}.`);
-    console.log("The server uses it for the CPU from its next start (/health: \"build\": \"local\"). `svc engine remove` goes back to the prebuilt binaries.");
+    console.log("The server uses it for the CPU from its next start (/health: \"build\": \"local\", \"local_build\": \"full\"). `svc engine remove` goes back to the prebuilt binaries.");
     return 0;
   } catch (err) {
     console.error(`svc: the build failed: ${(err as Error).message}`);
@@ -112,7 +112,7 @@ async function buildAddon(backend: AddonBackend): Promise<number> {
     console.log(`Built in ${result.seconds.toFixed(0)} s: ${result.build.folder}.`);
     console.log(
       result.checked
-        ? `The server uses it for ${backend === "cpu" ? "the CPU" : label} from its next start (/health: "build": "local"). \`svc engine remove\` goes back to the prebuilt binaries.`
+        ? `The server uses it for ${backend === "cpu" ? "the CPU" : label} from its next start (/health: "build": "local", "local_build": "addon"). \`svc engine remove\` goes back to the prebuilt binaries.`
         : `Not loaded to check it: ${label} does not run on this machine (no driver or GPU device). A server here that runs ${label} uses it from its next start.`,
     );
     return 0;
