@@ -217,8 +217,9 @@ export function ensureEchoModel(path: string, shape: EchoModelShape = ECHO_MODEL
   return path;
 }
 
-// `tsx bench/spec-model.ts [PATH]`: writes the model (default .cache/spec/echo.gguf) and prints its chain.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// `tsx bench/spec-model.ts [PATH]`: writes the model (default .cache/spec/echo.gguf) and prints its chain. (By
+// its own name too: bundled into bench/spec.mjs for a device run, import.meta.url is the bundle's.)
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && /spec-model\.[cm]?[jt]s$/.test(process.argv[1])) {
   const path = process.argv[2] ?? fileURLToPath(new URL("../.cache/spec/echo.gguf", import.meta.url));
   ensureEchoModel(path);
   console.log(`${path}\nperiod ${ECHO_PERIOD} tokens; every greedy answer starts:\n${JSON.stringify(echoAnswer(ECHO_PERIOD))}`);

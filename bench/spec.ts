@@ -43,6 +43,10 @@
 //                             [--workloads echo,tool,edit,norepeat,peer,draft] [--warmup-streams N (1)] [--json OUT.json]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--peer-spec "LLAMA-SERVER OPTIONS"]
 //                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0|q4_k_m]
+//                             [--gpu cuda|vulkan]
+// --gpu runs both servers on that GPU backend, every layer offloaded (svc `--gpu BACKEND`, llama-server `-ngl 999`,
+// and `-ngld 999` for a draft model), as bench:peer's --gpu does; it needs --llama-server, one built with that
+// backend (bench/device/ builds and runs it on a lent GPU machine).
 // Not part of `npm test`. Builds llama-server the first time as bench:peer does (cached in .cache/peer).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -82,8 +86,12 @@ const { values } = parseArgs({
      * run, built the first time with bench:peer's llama.cpp build).
      */
     weights: { type: "string", default: "f32" },
+    gpu: { type: "string", default: "cpu" },
   },
 });
+const gpu = values.gpu!;
+if (!["cpu", "cuda", "vulkan"].includes(gpu)) throw new Error(`--gpu takes cpu, cuda or vulkan, not ${gpu}`);
+if (gpu !== "cpu" && !values["llama-server"] && !values["no-peer"]) throw new Error(`--gpu ${gpu} needs --llama-server: a llama-server built with that backend`);
 const rounds = Number(values.rounds);
 const tokens = Number(values.tokens);
 const sequences = Number(values.sequences);
@@ -150,7 +158,7 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
   if (created.status !== 0) throw new Error(`svc keys create failed: ${created.stderr}`);
   const key = created.stdout.trim().split("\n").at(-1)!;
   const port = await freePort();
-  const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--model", model, "--threads", String(threads), "--sequences", String(sequences), "--context-size", String(contextSize), "--gpu", "cpu", "--log-level", "warn"];
+  const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--model", model, "--threads", String(threads), "--sequences", String(sequences), "--context-size", String(contextSize), "--gpu", gpu, "--log-level", "warn"];
   // "svc on" runs svc's default: the variable unset, whatever this shell exports.
   const env = { ...process.env };
   if (name === "svc off") env.SVC_SPECULATION = "off";
@@ -164,6 +172,14 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${key}` };
   await waitReady(url, headers, child, () => out);
+  if (gpu !== "cpu") {
+    // The model on the GPU, all of it, or the comparison is not the one asked for.
+    const health = (await (await fetch(`${url}/health`)).json()) as { gpu?: { backend?: string } | null; model?: { gpu_layers?: number | null } | null };
+    if (health.gpu?.backend !== gpu || (health.model?.gpu_layers ?? 0) < 1) {
+      await stopProcess(child);
+      throw new Error(`${name} did not load the model onto ${gpu}: ${JSON.stringify(health.gpu)}, ${health.model?.gpu_layers} layers\n${out}`);
+    }
+  }
   return {
     name,
     url,
@@ -179,7 +195,7 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
 async function startLlama(name: "llama" | "llama off", binary: string, model: string, threads: number, draftModel?: string): Promise<Target> {
   const port = await freePort();
   // Same threads (generation and prompt), slots and tokens per slot as svc; bench:peer's flags plus --jinja.
-  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(sequences * contextSize), "--jinja", "--no-webui", "--log-disable", ...(name === "llama" ? (draftModel ? ["-md", draftModel, "--spec-type", "draft-simple", "-td", String(threads)] : peerSpec) : []), ...peerArgs];
+  const args = ["-m", model, "--host", "127.0.0.1", "--port", String(port), "-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(sequences * contextSize), "--jinja", "--no-webui", "--log-disable", ...(gpu === "cpu" ? [] : ["-ngl", "999"]), ...(name === "llama" ? (draftModel ? ["-md", draftModel, "--spec-type", "draft-simple", "-td", String(threads), ...(gpu === "cpu" ? [] : ["-ngld", "999"])] : peerSpec) : []), ...peerArgs];
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -548,10 +564,10 @@ const draftPair = workloads.includes("draft")
       draft: ensurePeerModel(join(ROOT, ".cache", "spec", "draft.gguf"), { ...PEER_MODEL, nLayers: 2, outputScale: 40 }),
     }
   : null;
-const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(echoModel).size, poolThreads: 1, offload: "none" });
+const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(echoModel).size, poolThreads: 1, offload: gpu === "cpu" ? "none" : "full" });
 const threadCounts = [...new Set((values.threads ?? String(svcDefault)).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
-log(`${availableParallelism()} cores (${cpu}); threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
+log(`${availableParallelism()} cores (${cpu})${gpu === "cpu" ? "" : `, ${gpu}, every layer offloaded`}; threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
 
 const groups: GroupResult[] = [];
 // Each workload on servers of its own: a server's sequences then hold that workload's prompts from round to
@@ -566,7 +582,7 @@ for (const threads of threadCounts) {
 }
 agent.destroy();
 const text = report(groups);
-console.log(`\n${availableParallelism()} cores (${cpu}); ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default; with the draft workload, SVC_DRAFT_MODEL set), off = SVC_SPECULATION=off\n`);
+console.log(`\n${availableParallelism()} cores (${cpu})${gpu === "cpu" ? "" : `, ${gpu}, every layer offloaded`}; ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default; with the draft workload, SVC_DRAFT_MODEL set), off = SVC_SPECULATION=off\n`);
 console.log(text);
 if (mismatches.length > 0) process.exitCode = 1;
-if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, rounds, tokens, sequences, contextSize, peerSpec, peerArgs, mismatches, groups }, null, 2));
+if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, gpu, rounds, tokens, sequences, contextSize, peerSpec, peerArgs, mismatches, groups }, null, 2));

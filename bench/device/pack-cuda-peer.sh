@@ -7,7 +7,7 @@
 #                      libggml-cuda.so, which the device builds for its own GPU alone
 #   llama-src.tar.xz   the llama.cpp source node-llama-cpp ships (its gitRelease.bundle), for llama-server
 #                      and that libggml-cuda.so
-#   peer.mjs           bench/peer.ts bundled by esbuild (no tsx there)
+#   peer.mjs, spec.mjs bench/peer.ts and bench/spec.ts bundled by esbuild (no tsx there)
 #   addon-patched.tar.xz node-llama-cpp's addon source with `svc engine build`'s patches applied, which the
 #                      device compiles alone (resources/engine-addon) against the same llama.cpp libraries
 # Usage: bash bench/device/pack-cuda-peer.sh   (after `npm install`; about 3 minutes on 2 cores)
@@ -17,8 +17,10 @@ OUT=.cache/device
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 npm run -s build
-npx --no esbuild bench/peer.ts --bundle --platform=node --format=esm --packages=external --log-level=warning \
-  --outfile="$OUT/peer.mjs"
+for b in peer spec; do
+  npx --no esbuild "bench/$b.ts" --bundle --platform=node --format=esm --packages=external --log-level=warning \
+    --outfile="$OUT/$b.mjs"
+done
 
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > "$OUT/node.xz"
 

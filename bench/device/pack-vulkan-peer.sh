@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs bench:peer over Vulkan for a lent GPU machine into .cache/device-vk/ (git-ignored): no compiling
 # there, so it fits in two minutes of device time. What it holds:
-#   node.xz, node_modules.tar.xz, peer.mjs   as bench/device/pack-cuda-peer.sh makes them
+#   node.xz, node_modules.tar.xz, peer.mjs, spec.mjs   as bench/device/pack-cuda-peer.sh makes them
 #   vulkan-bins.tar.xz       node-llama-cpp's prebuilt Vulkan binaries (libggml-vulkan.so: 43 MB, 5 MB packed)
 #   llama-server-dl.tar.xz   llama-server built here from the llama.cpp source node-llama-cpp ships, for the
 #                            CPU with its backends as loadable modules: on the device it loads the same
@@ -9,7 +9,7 @@
 #   llama-addon.patched.node node-llama-cpp's addon with `svc engine build`'s patches, compiled alone against
 #                            the prebuilt Vulkan libraries (resources/engine-addon)
 # and .gl/ the Vulkan loader's Debian packages (the device tool's README).
-# Then: run `bash bench/device/vulkan-peer.sh`, carry [".cache/device-vk", ".gl"], timeout_s 200.
+# Then: run `bash bench/device/vulkan-peer.sh`, carry [".cache/device-vk", ".gl"], timeout_s 360.
 # Usage: bash bench/device/pack-vulkan-peer.sh   (about 15 minutes on 2 cores the first time: llama-server)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +17,7 @@ source bench/device/common.sh
 bash bench/device/pack-cuda-peer.sh > /dev/null
 OUT=.cache/device-vk
 rm -rf "$OUT" && mkdir -p "$OUT"
-cp .cache/device/node.xz .cache/device/node_modules.tar.xz .cache/device/peer.mjs "$OUT/"
+cp .cache/device/node.xz .cache/device/node_modules.tar.xz .cache/device/peer.mjs .cache/device/spec.mjs "$OUT/"
 VK=node_modules/@node-llama-cpp/linux-x64-vulkan
 tar -cJf "$OUT/vulkan-bins.tar.xz" "$VK"
 

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # bench:peer over Vulkan on a lent GPU machine, with what bench/device/pack-vulkan-peer.sh packed: twice,
 # with node-llama-cpp's prebuilt addon and then with the addon compiled again with `svc engine build`'s
-# patches (both on the same prebuilt Vulkan libraries, which llama-server loads too). About 110 s.
-#   run: bash bench/device/vulkan-peer.sh    carry: [".cache/device-vk", ".gl"]    timeout_s: 200
+# patches (both on the same prebuilt Vulkan libraries, which llama-server loads too); then bench:spec on the
+# patched addon (issue 44: speculation's gain where a step of many tokens costs about what one does). About
+# 200 s; SPEC=0 leaves bench:spec out.
+#   run: bash bench/device/vulkan-peer.sh    carry: [".cache/device-vk", ".gl"]    timeout_s: 360
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 V=.cache/device-vk
 OUT=${OUT:-/tmp/vulkan-peer-out}
 mkdir -p "$OUT"
 source bench/device/common.sh
-for f in node.xz node_modules.tar.xz vulkan-bins.tar.xz llama-server-dl.tar.xz peer.mjs llama-addon.patched.node; do
+for f in node.xz node_modules.tar.xz vulkan-bins.tar.xz llama-server-dl.tar.xz peer.mjs spec.mjs llama-addon.patched.node; do
   [ -f "$V/$f" ] || { echo "$V/$f is missing: run bench/device/pack-vulkan-peer.sh and carry $V"; exit 1; }
 done
 for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -33,4 +35,8 @@ bench vulkan-prebuilt
 cp $V/llama-addon.patched.node $VB/llama-addon.node
 say "the patched addon"
 bench vulkan-patched
+if [ "${SPEC:-1}" != 0 ]; then
+  say "bench:spec, the patched addon"
+  spec_bench vulkan $LS/llama-server
+fi
 say "done"
