@@ -3,8 +3,8 @@
 # network there) into .cache/device/ (git-ignored; name it in the run's `carry`, 64 MiB at most in all):
 #   node.xz            this machine's Node binary
 #   node_modules.tar.xz the server's production dependencies and dist/, without what the bench never loads
-#                      (other platforms' binaries, speech, OCR, PDF) and without node-llama-cpp's 159 MB
-#                      libggml-cuda.so, which the device builds for its own GPU alone
+#                      (other platforms' binaries, speech, vision's llama.node, OCR, PDF, HEIC) and without
+#                      node-llama-cpp's 159 MB libggml-cuda.so, which the device builds for its own GPU alone
 #   llama-src.tar.xz   the llama.cpp source node-llama-cpp ships (its gitRelease.bundle), for llama-server
 #                      and that libggml-cuda.so
 #   peer.mjs, spec.mjs bench/peer.ts and bench/spec.ts bundled by esbuild (no tsx there)
@@ -36,6 +36,15 @@ XZ_OPT=-9 tar -cJf "$OUT/node_modules.tar.xz" \
   --exclude='node_modules/node-llama-cpp/llama/localBuilds' \
   --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' \
   --exclude='node_modules/@fugood/node-whisper-*' \
+  --exclude='node_modules/@fugood/node-llama-*' \
+  --exclude='node_modules/@fugood/llama.node' \
+  --exclude='node_modules/libheif-js' \
+  --exclude='node_modules/koffi/build/koffi/darwin_*' \
+  --exclude='node_modules/koffi/build/koffi/freebsd_*' \
+  --exclude='node_modules/koffi/build/koffi/openbsd_*' \
+  --exclude='node_modules/koffi/build/koffi/win32_*' \
+  --exclude='node_modules/koffi/build/koffi/musl_*' \
+  --exclude='node_modules/koffi/build/koffi/linux_[!x]*' \
   --exclude='node_modules/tesseract.js-core' \
   --exclude='node_modules/@tesseract.js-data' \
   --exclude='node_modules/@ffmpeg-installer/linux-x64' \
@@ -49,8 +58,6 @@ XZ_OPT=-9 tar -cJf "$OUT/node_modules.tar.xz" \
   --exclude='node_modules/better-sqlite3/build/Release/.deps' \
   --exclude='node_modules/better-sqlite3/build/deps' \
   --exclude='node_modules/@fugood/whisper.node/whisper.cpp' \
-  --exclude='node_modules/sharp/node_modules/@img/sharp-libvips-linux-x64' \
-  --exclude='node_modules/@img/sharp-libvips-linux-x64' \
   --exclude='dist/renderer' \
   --exclude='*.map' \
   dist -T "$OUT/.packages"
@@ -70,3 +77,6 @@ node -e "import('./dist/server/engine/engine-build.js').then((m) => m.applyAddon
 tar -cJf "$OUT/addon-patched.tar.xz" -C "$ADDON" llama/addon
 rm -rf "$ADDON"
 du -ch "$OUT"/* | sort -h
+# The device tool carries 64 MiB in all (this folder, or what pack-vulkan-peer.sh makes of it).
+TOTAL=$(du -cb "$OUT"/* | tail -1 | cut -f1)
+[ "$TOTAL" -le $((64 * 1024 * 1024)) ] || { echo "$OUT holds $TOTAL bytes: over the device tool's 64 MiB"; exit 1; }

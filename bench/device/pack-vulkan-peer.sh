@@ -44,3 +44,5 @@ o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp
 apt-get $o update > /dev/null
 (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 > /dev/null 2>&1)
 du -ch "$OUT"/* .gl | sort -h | tail -8
+TOTAL=$(du -cb "$OUT"/* .gl | tail -1 | cut -f1)
+[ "$TOTAL" -le $((64 * 1024 * 1024)) ] || { echo "$OUT and .gl hold $TOTAL bytes: over the device tool's 64 MiB"; exit 1; }
