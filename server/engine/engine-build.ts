@@ -464,11 +464,6 @@ async function placeStoredBuild(found: EngineBuildInfo[], kind: Pick<EngineBuild
 
 type LoadOptions = Pick<LlamaOptions, "logLevel" | "logger">;
 
-/**
- * Loads this machine's build for a backend (the CPU: `svc engine build`'s, else an addon build; a GPU backend:
- * its addon build), or returns null when there is none (the prebuilt binaries then). Throws when one exists
- * and does not load.
- */
 /** Which of our builds each runtime loadEngineBuild returned runs: the full CPU build, or our addon alone. */
 const loadedKinds = new WeakMap<Llama, "full" | "addon">();
 
@@ -477,6 +472,11 @@ export function localBuildKind(llama: Llama): "full" | "addon" | null {
   return loadedKinds.get(llama) ?? null;
 }
 
+/**
+ * Loads this machine's build for a backend (the CPU: `svc engine build`'s, else an addon build; a GPU backend:
+ * its addon build), or returns null when there is none (the prebuilt binaries then). Throws when one exists
+ * and does not load.
+ */
 export async function loadEngineBuild(options: LoadOptions = {}, gpu: false | "cuda" | "vulkan" = false): Promise<Llama | null> {
   const backend: AddonBackend = gpu === false ? "cpu" : gpu;
   const found = await findEngineBuilds();
