@@ -24,7 +24,7 @@ import { runGeneration } from "./generation.js";
 import type { CompiledGrammars } from "./generation-sampling.js";
 import { GrammarCache } from "./grammar-cache.js";
 import { Utf8TokenGuard } from "./utf8-guard.js";
-import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart } from "./warm-start.js";
+import { modelFileIdentity, WARM_START_MAX_BYTES, WARM_START_MIN_TOKENS, WarmStart, warmStartIdentity } from "./warm-start.js";
 import { VisionSlot, visionOffload, type VisionEngine } from "./vision/vision-engine.js";
 import { countVisionTokens, hasImages, runVisionGeneration } from "./vision/vision-generation.js";
 import { cacheBreakpointOffset, renderPromptText, resolveChatWrappers, resolvePromptSyntax, type PromptSyntax } from "./prompt.js";
@@ -321,9 +321,7 @@ export class LlamaEngine implements Engine {
             maxBytes: options.warmStart.maxBytes ?? WARM_START_MAX_BYTES,
             minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS,
           },
-          // What a state depends on: the model, the llama.cpp libraries and the KV cache's type (our addon alone
-          // on the prebuilt libraries computes as they do).
-          [modelFileIdentity(options.modelPath), `node-llama-cpp ${(JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version}`, gpu.backend, gpu.localBuild === "addon" ? "prebuilt" : (gpu.build ?? "prebuilt"), `kv ${kvCache}`].join("|"),
+          warmStartIdentity(modelFileIdentity(options.modelPath), (JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version, gpu, kvCache),
           options.log,
         );
       return engine;

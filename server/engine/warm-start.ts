@@ -14,6 +14,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSy
 import { chmod } from "node:fs/promises";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import type { GpuInfo } from "./types.js";
 
 export interface WarmStartOptions {
   /** Where the states go (the data dir's warm-start/). */
@@ -56,6 +57,17 @@ export function modelFileIdentity(path: string): string {
     closeSync(fd);
   }
   return hash.digest("hex");
+}
+
+/**
+ * What a saved state depends on, as one string: the model file (modelFileIdentity), node-llama-cpp's version,
+ * the backend, the llama.cpp libraries that computed it and the KV cache's type. Our addon alone on the
+ * prebuilt libraries (`svc engine build --gpu`, `--addon-only`) computes as the prebuilt binaries do, so its
+ * states are theirs; the full CPU build's kernels are its own.
+ */
+export function warmStartIdentity(model: string, nodeLlamaCppVersion: string, gpu: Pick<GpuInfo, "backend" | "build" | "localBuild">, kvCache: string): string {
+  const libraries = gpu.localBuild === "addon" ? "prebuilt" : (gpu.build ?? "prebuilt");
+  return [model, `node-llama-cpp ${nodeLlamaCppVersion}`, gpu.backend, libraries, `kv ${kvCache}`].join("|");
 }
 
 export class WarmStart {
