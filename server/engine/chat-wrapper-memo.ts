@@ -11,21 +11,15 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LlamaModel } from "node-llama-cpp";
-import { nodeLlamaCppDirectory, svcCacheDirectory } from "./engine-build.js";
+import { nodeLlamaCppVersion, svcCacheDirectory } from "./engine-build.js";
 
 /** $XDG_CACHE_HOME (or ~/.cache)/svc-desktop/chat-templates: one small file per template that matched none. */
 export function chatWrapperMemoDirectory(env: NodeJS.ProcessEnv = process.env): string {
   return join(svcCacheDirectory(env), "chat-templates");
 }
 
-let nodeLlamaCppVersion: string | null = null;
-function libraryVersion(): string {
-  nodeLlamaCppVersion ??= (JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version;
-  return nodeLlamaCppVersion;
-}
-
 /** The memo's key for a model: its template, architecture, vocabulary and markers, and the library's version; null without a template. */
-export function chatWrapperMemoKey(model: Pick<LlamaModel, "fileInfo" | "tokens">, version: string = libraryVersion()): string | null {
+export function chatWrapperMemoKey(model: Pick<LlamaModel, "fileInfo" | "tokens">, version: string = nodeLlamaCppVersion()): string | null {
   const metadata = model.fileInfo.metadata as { general?: { architecture?: string }; tokenizer?: { chat_template?: string; ggml?: { tokens?: readonly string[] } } };
   const template = metadata.tokenizer?.chat_template;
   if (!template?.trim()) return null;

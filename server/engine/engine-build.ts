@@ -160,6 +160,13 @@ export function nodeLlamaCppDirectory(): string {
   return join(dirname(entry), "..");
 }
 
+let installedVersion: string | null = null;
+/** The installed node-llama-cpp's version (read once). */
+export function nodeLlamaCppVersion(): string {
+  installedVersion ??= (JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version;
+  return installedVersion;
+}
+
 /** Where node-llama-cpp keeps builds made on this machine (inside its own package folder). */
 export function localBuildsDirectory(): string {
   return join(nodeLlamaCppDirectory(), "llama", "localBuilds");

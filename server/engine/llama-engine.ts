@@ -5,10 +5,9 @@
 //
 // The engine on node-llama-cpp: one model, one context with N sequences (the pipeline's scheduler lets at
 // most N runs in at once), and the generation state machine. This folder is the only importer of node-llama-cpp.
-import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { availableParallelism, freemem, totalmem } from "node:os";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import {
   type ChatWrapper,
   type Llama,
@@ -34,7 +33,7 @@ import { chooseThreads, estimateContextBytes, type GpuPreference, type Offload }
 import { SequencePool } from "./sequence-pool.js";
 import { UnpricedStepCosts } from "./step-costs.js";
 import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
-import { engineBuildHint, engineBuildHintInWindow, nodeLlamaCppDirectory } from "./engine-build.js";
+import { engineBuildHint, engineBuildHintInWindow, nodeLlamaCppVersion } from "./engine-build.js";
 import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import type { SpeculationLookup } from "./speculation.js";
 import { jsonQuotedText } from "./prompt-lookup.js";
@@ -321,7 +320,7 @@ export class LlamaEngine implements Engine {
             maxBytes: options.warmStart.maxBytes ?? WARM_START_MAX_BYTES,
             minTokens: options.warmStart.minTokens ?? WARM_START_MIN_TOKENS,
           },
-          warmStartIdentity(modelFileIdentity(options.modelPath), (JSON.parse(readFileSync(join(nodeLlamaCppDirectory(), "package.json"), "utf8")) as { version: string }).version, gpu, kvCache),
+          warmStartIdentity(modelFileIdentity(options.modelPath), nodeLlamaCppVersion(), gpu, kvCache),
           options.log,
         );
       return engine;
