@@ -73,3 +73,23 @@ export function wordsText(n: number, seed: number): string {
   }
   return out.slice(0, n).trimStart();
 }
+
+/** The benches' --gpu: cpu, cuda or vulkan; a GPU backend needs a llama-server built with it (`peer`: one is run). */
+export function gpuOption(value: string, llamaServer: string | undefined, peer = true): "cpu" | "cuda" | "vulkan" {
+  if (value !== "cpu" && value !== "cuda" && value !== "vulkan") throw new Error(`--gpu takes cpu, cuda or vulkan, not ${value}`);
+  if (value !== "cpu" && peer && !llamaServer) throw new Error(`--gpu ${value} needs --llama-server: a llama-server built with that backend`);
+  return value;
+}
+
+export interface SvcHealth {
+  gpu?: { build?: string | null; backend?: string; devices?: string[] } | null;
+  model?: { gpu_layers?: number | null } | null;
+}
+
+/** svc's /health, and why it does not run the model on `gpu` with at least `minLayers` layers (null: it does, or `gpu` is cpu). */
+export async function offloadCheck(url: string, headers: Record<string, string>, gpu: string, minLayers: number): Promise<{ health: SvcHealth; problem: string | null }> {
+  const health = (await (await fetch(`${url}/health`, { headers })).json()) as SvcHealth;
+  const layers = health.model?.gpu_layers ?? 0;
+  const problem = gpu !== "cpu" && (health.gpu?.backend !== gpu || layers < minLayers) ? `did not load the model onto ${gpu}: backend ${health.gpu?.backend}, ${layers} layers offloaded` : null;
+  return { health, problem };
+}

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { freePort, stopProcess, wordsText } from "./common.js";
+import { freePort, gpuOption, offloadCheck, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 
@@ -65,9 +65,7 @@ const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
 const warmupStreams = Number(values["warmup-streams"]);
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const gpu = values.gpu!;
-if (!["cpu", "cuda", "vulkan"].includes(gpu)) throw new Error(`--gpu takes cpu, cuda or vulkan, not ${gpu}`);
-if (gpu !== "cpu" && !values["llama-server"]) throw new Error(`--gpu ${gpu} needs --llama-server: a llama-server built with that backend`);
+const gpu = gpuOption(values.gpu!, values["llama-server"]);
 const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
 if (!(busyPercent >= 0 && busyPercent <= 100)) throw new Error(`--busy takes a percentage from 0 to 100, not ${values.busy}`);
 
@@ -168,19 +166,13 @@ async function startOurs(model: string, threads: number): Promise<Target> {
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${key}` };
   await waitReady(url, headers, child, () => out);
-  const health = (await (await fetch(`${url}/health`, { headers })).json()) as {
-    gpu?: { build?: string | null; backend?: string; devices?: string[] } | null;
-    model?: { gpu_layers?: number | null } | null;
-  };
-  if (gpu !== "cpu") {
-    // The bench's model has 8 layers; all of them and the output layer offloaded reads 9.
-    const layers = health.model?.gpu_layers ?? 0;
-    if (health.gpu?.backend !== gpu || layers < 9) {
-      await stopProcess(child);
-      throw new Error(`ours did not load the model onto ${gpu}: backend ${health.gpu?.backend}, ${layers} layers offloaded\n${JSON.stringify(health)}\n${out}`);
-    }
-    log(`ours: ${gpu} on ${health.gpu?.devices?.join(", ")}, ${layers} layers offloaded, ${health.gpu?.build} binaries`);
+  // The bench's model has 8 layers; all of them and the output layer offloaded reads 9.
+  const { health, problem } = await offloadCheck(url, headers, gpu, 9);
+  if (problem !== null) {
+    await stopProcess(child);
+    throw new Error(`ours ${problem}\n${JSON.stringify(health)}\n${out}`);
   }
+  if (gpu !== "cpu") log(`ours: ${gpu} on ${health.gpu?.devices?.join(", ")}, ${health.model?.gpu_layers} layers offloaded, ${health.gpu?.build} binaries`);
   return {
     name: "ours",
     url,

@@ -55,7 +55,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { freePort, stopProcess, wordsText } from "./common.js";
+import { freePort, gpuOption, offloadCheck, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, ensureQuantized, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { ECHO_MODEL, ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
@@ -89,9 +89,9 @@ const { values } = parseArgs({
     gpu: { type: "string", default: "cpu" },
   },
 });
-const gpu = values.gpu!;
-if (!["cpu", "cuda", "vulkan"].includes(gpu)) throw new Error(`--gpu takes cpu, cuda or vulkan, not ${gpu}`);
-if (gpu !== "cpu" && !values["llama-server"] && !values["no-peer"]) throw new Error(`--gpu ${gpu} needs --llama-server: a llama-server built with that backend`);
+const gpu = gpuOption(values.gpu!, values["llama-server"], !values["no-peer"]);
+/** Said in the bench's header lines. */
+const onGpu = gpu === "cpu" ? "" : `, ${gpu}, every layer offloaded`;
 const rounds = Number(values.rounds);
 const tokens = Number(values.tokens);
 const sequences = Number(values.sequences);
@@ -172,13 +172,11 @@ async function startSvc(name: "svc off" | "svc on", model: string, threads: numb
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${key}` };
   await waitReady(url, headers, child, () => out);
-  if (gpu !== "cpu") {
-    // The model on the GPU, all of it, or the comparison is not the one asked for.
-    const health = (await (await fetch(`${url}/health`)).json()) as { gpu?: { backend?: string } | null; model?: { gpu_layers?: number | null } | null };
-    if (health.gpu?.backend !== gpu || (health.model?.gpu_layers ?? 0) < 1) {
-      await stopProcess(child);
-      throw new Error(`${name} did not load the model onto ${gpu}: ${JSON.stringify(health.gpu)}, ${health.model?.gpu_layers} layers\n${out}`);
-    }
+  // The model on the GPU (all of it: these small models always fit), or the comparison is not the one asked for.
+  const { problem } = await offloadCheck(url, headers, gpu, 1);
+  if (problem !== null) {
+    await stopProcess(child);
+    throw new Error(`${name} ${problem}\n${out}`);
   }
   return {
     name,
@@ -567,7 +565,7 @@ const draftPair = workloads.includes("draft")
 const svcDefault = chooseThreads({ cores: availableParallelism(), modelBytes: statSync(echoModel).size, poolThreads: 1, offload: gpu === "cpu" ? "none" : "full" });
 const threadCounts = [...new Set((values.threads ?? String(svcDefault)).split(",").map((s) => Number(s.trim())))];
 const cpu = cpus()[0]?.model ?? "unknown CPU";
-log(`${availableParallelism()} cores (${cpu})${gpu === "cpu" ? "" : `, ${gpu}, every layer offloaded`}; threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
+log(`${availableParallelism()} cores (${cpu})${onGpu}; threads ${threadCounts.join(", ")}; ${rounds} rounds; ${tokens}-token answers; ${sequences} sequences of ${contextSize}; ${values["no-peer"] ? "no llama-server" : `llama-server ${binary} ${[...peerSpec, ...peerArgs].join(" ")}`}`);
 
 const groups: GroupResult[] = [];
 // Each workload on servers of its own: a server's sequences then hold that workload's prompts from round to
@@ -582,7 +580,7 @@ for (const threads of threadCounts) {
 }
 agent.destroy();
 const text = report(groups);
-console.log(`\n${availableParallelism()} cores (${cpu})${gpu === "cpu" ? "" : `, ${gpu}, every layer offloaded`}; ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default; with the draft workload, SVC_DRAFT_MODEL set), off = SVC_SPECULATION=off\n`);
+console.log(`\n${availableParallelism()} cores (${cpu})${onGpu}; ${rounds} rounds; ${tokens}-token greedy answers; ${sequences} sequences of ${contextSize} tokens; default threads ${svcDefault}; svc on = SVC_SPECULATION unset (its default; with the draft workload, SVC_DRAFT_MODEL set), off = SVC_SPECULATION=off\n`);
 console.log(text);
 if (mismatches.length > 0) process.exitCode = 1;
 if (values.json) writeFileSync(values.json, JSON.stringify({ cores: availableParallelism(), cpu, gpu, rounds, tokens, sequences, contextSize, peerSpec, peerArgs, mismatches, groups }, null, 2));
