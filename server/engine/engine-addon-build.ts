@@ -33,6 +33,7 @@ import {
   llamaCppSourceDirectory,
   localBuildsDirectory,
   nodeLlamaCppDirectory,
+  nodeLlamaCppVersion,
 } from "./engine-build.js";
 import { gpuDeviceFilePresent } from "./llama-runtime.js";
 
@@ -144,8 +145,8 @@ export async function buildEngineAddon(backend: AddonBackend): Promise<AddonBuil
       `node-llama-cpp's prebuilt ${label} binaries for ${process.platform}-${process.arch} are not installed (npm installs them with node-llama-cpp where they exist)`,
     );
   const nodeLlamaCpp = nodeLlamaCppDirectory();
-  const versionOf = (dir: string) => (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version;
-  const [version, prebuiltVersion] = [versionOf(nodeLlamaCpp), versionOf(join(prebuilt.folder, "..", ".."))];
+  const version = nodeLlamaCppVersion();
+  const prebuiltVersion = (JSON.parse(readFileSync(join(prebuilt.folder, "..", "..", "package.json"), "utf8")) as { version: string }).version;
   if (prebuiltVersion !== version)
     throw new Error(`node-llama-cpp is ${version} but its prebuilt ${label} binaries are ${prebuiltVersion}: reinstall the packages (npm ci)`);
   // llama.cpp's headers, from the source node-llama-cpp ships (the same release as its prebuilt libraries).
