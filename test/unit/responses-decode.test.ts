@@ -86,6 +86,27 @@ describe("input", () => {
     ]);
   });
 
+  it("a function_call_output with a name and no call_id (Codex's thread goal) is read as its own call and result", () => {
+    const { inference } = decode({
+      input: [
+        { role: "user", content: "Fix the bug." },
+        { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_1", output: "sunny" },
+        { type: "function_call_output", id: "fco_1", name: "goal_objective", namespace: "agent", output: "Fix the bug" },
+        { type: "function_call_output", name: "note", output: [{ type: "input_text", text: "plain" }] },
+      ],
+      tools: [weather],
+    });
+    expect(inference.messages.slice(3)).toEqual([
+      { role: "assistant", content: [], toolCalls: [{ id: "uncalled_fco_1", name: "agent.goal_objective", arguments: "{}" }] },
+      { role: "tool", toolCallId: "uncalled_fco_1", content: [{ type: "text", text: "Fix the bug" }] },
+      { role: "assistant", content: [], toolCalls: [{ id: "uncalled_4", name: "note", arguments: "{}" }] },
+      { role: "tool", toolCallId: "uncalled_4", content: [{ type: "text", text: "plain" }] },
+    ]);
+    // Without a name it is still an output that answers nothing.
+    expect(errorOf({ input: [{ type: "function_call_output", output: "x" }] }).param).toBe("input[0].call_id");
+  });
+
   it("a reasoning item that no assistant item follows is dropped", () => {
     const { inference } = decode({ input: [{ type: "reasoning", summary: [{ type: "summary_text", text: "x" }] }, { role: "user", content: "Hi" }] });
     expect(inference.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Hi" }] }]);

@@ -160,7 +160,8 @@ function rejectStatefulFeatures(body: ResponsesRequestBody): void {
 /**
  * Items → canonical messages. Consecutive assistant items (text, function calls) form one assistant turn,
  * and a reasoning item right before them becomes that turn's thought, as Chat's reasoning_content does.
- * Every function call must be answered by a function_call_output, and every output must answer a call.
+ * Every function call must be answered by a function_call_output, and every output must answer a call, except
+ * a function_call_output with a name and no call_id, which stands for its own call (decodeInput's case).
  */
 function decodeInput(input: ResponsesRequestBody["input"]): { messages: CanonicalMessage[]; compactionTrigger: boolean } {
   if (typeof input === "string") return { messages: [{ role: "user", content: [{ type: "text", text: input }] }], compactionTrigger: false };
@@ -242,6 +243,17 @@ function decodeInput(input: ResponsesRequestBody["input"]): { messages: Canonica
         break;
       }
       case "function_call_output":
+        if (item.call_id === undefined && typeof item.name === "string" && item.name !== "") {
+          // A tool result the client wrote without a call of the model's: Codex keeps the thread's goal in its
+          // history as {type, id, name: "goal_objective", namespace: "agent", output}, with no call_id. The
+          // model reads it as the call of that tool (no arguments) and its result.
+          const callId = `uncalled_${typeof item.id === "string" && item.id !== "" ? item.id : i}`;
+          addCall(decodeFunctionCall({ call_id: callId, name: item.name, namespace: item.namespace, arguments: "{}" }, where), where);
+          addOutput(callId, item.output, where);
+          break;
+        }
+        addOutput(item.call_id, item.output, where);
+        break;
       case "custom_tool_call_output":
         addOutput(item.call_id, item.output, where);
         break;
