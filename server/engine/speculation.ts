@@ -153,6 +153,8 @@ export class Guesser {
   private wait = 0;
   /** Tokens in a row with no guess (none found, or the back-off waiting), since the evaluation started. */
   private unguessed = 0;
+  /** Steps in a row whose price dropped every guess of a draft model's (see droppedByPrice). */
+  private dropped = 0;
   private lookup: PromptLookupIndex | null = null;
 
   /**
@@ -227,6 +229,21 @@ export class Guesser {
     if (this.rate < start) this.rate += 0.05 * (start - this.rate);
   }
 
+  /**
+   * A step's price dropped every guess it offered (step-costs.ts: the step was cheaper a token without them).
+   * Declined, and a draft model, whose guesses cost its own decodes before the step may start, is not asked
+   * again for the next 2, 4, 8, ... tokens (at most SPECULATION_MAX_WAIT), until a step checks its guesses
+   * again: where the machine's prices keep refusing them (a CPU whose passes cost nearly a token each, a busy
+   * one) it was asked at every token and each answer paid its drafts for nothing. Prompt lookup's guesses cost
+   * a look in an index: it keeps offering them.
+   */
+  droppedByPrice(): void {
+    this.declined();
+    if (!this.draftModel) return;
+    this.dropped++;
+    this.wait = Math.min(SPECULATION_MAX_WAIT, 2 ** this.dropped);
+  }
+
   private index(): PromptLookupIndex {
     return (this.lookup ??= new PromptLookupIndex(PROMPT_LOOKUP_DEFAULTS, this.quoted ? [...this.quoted(), ...this.lookupPrefix] : this.lookupPrefix));
   }
@@ -265,6 +282,7 @@ export class Guesser {
     const share = kept / Math.min(drafted, kept + 1);
     this.rate = 0.7 * this.rate + 0.3 * share;
     this.history?.record(share);
+    this.dropped = 0;
     if (kept > 0) this.misses = 0;
     else {
       this.misses++;

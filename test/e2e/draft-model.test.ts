@@ -13,9 +13,10 @@ import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, typ
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
-import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel } from "../../server/engine/draft-model.js";
+import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel, type DraftSource } from "../../server/engine/draft-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
-import { keepAllGuesses } from "../support/step-costs.js";
+import type { StepCosts } from "../../server/engine/step-costs.js";
+import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 import { takeSampled } from "../support/take-tokens.js";
@@ -52,9 +53,12 @@ async function draftOf(modelPath: string, minConfidence = 0.3): Promise<DraftMod
 
 const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
 
-/** One evaluation on a fresh sequence of the target, with the draft model's guesses or none; counts the target's decodes. */
-async function run(draft: DraftModel | null, prompt: Token[], options: SequenceEvaluateOptions, n: number) {
-  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft, keepAllGuesses());
+/**
+ * One evaluation on a fresh sequence of the target, with the draft model's guesses or none; counts the target's
+ * decodes. `costs`: the steps' prices (every guess kept unless given).
+ */
+async function run(draft: DraftSource | null, prompt: Token[], options: SequenceEvaluateOptions, n: number, costs: StepCosts = keepAllGuesses()) {
+  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft, costs);
   expect(loop.describe()).toContain(draft ? "draft-model speculation" : "the slot loop");
   const sequence = target.context.getSequence();
   let decodes = 0;
@@ -90,6 +94,32 @@ describe("speculation with a draft model (--draft-model)", () => {
     expect(drafted - accepted).toBeLessThanOrEqual(2);
     expect(off.decodes).toBe(off.tokens.length);
     expect(on.decodes).toBeLessThanOrEqual(Math.ceil(off.decodes / 3));
+  });
+
+  it("guesses the steps' prices keep dropping: the draft model waits 2, 4, 8 tokens before it is asked again, not asked at every token; the same tokens", async () => {
+    const draft = await draftOf(inject("tinyModelPath"));
+    let asked = 0;
+    const counting: DraftSource = {
+      draft: (sequenceId, tokens, max) => {
+        asked++;
+        return draft.draft(sequenceId, tokens, max);
+      },
+    };
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const off = await run(null, prompt, { temperature: 0 }, 60);
+    // With every guess kept, it is asked at each step but the first (checked in the first test).
+    const kept = await run(counting, prompt, { temperature: 0 }, 60);
+    expect(kept.tokens).toEqual(off.tokens);
+    expect(asked).toBe(kept.decodes - 1);
+    // A pass of more than one token costs 50 times one: no guess is ever worth its place. Asked at the first
+    // token, then after waiting 2 and 4: 3 times in this answer of 14 (it was asked at each token but the last).
+    asked = 0;
+    const dropped = await run(counting, prompt, { temperature: 0 }, 60, new FixedStepCosts((size) => (size === 1 ? 1 : 50)));
+    expect(dropped.tokens).toEqual(off.tokens);
+    expect(dropped.state).toEqual(off.state);
+    expect(counts(dropped.sampled).drafted).toBe(0);
+    expect(off.tokens.length).toBe(14);
+    expect(asked).toBe(3);
   });
 
   it("a generation that stops among verified tokens leaves the sequence as the token-by-token path does; the draft follows the next one", async () => {

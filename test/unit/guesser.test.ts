@@ -68,6 +68,38 @@ describe("Guesser.declined", () => {
   });
 });
 
+describe("Guesser.droppedByPrice", () => {
+  it("a draft model is not asked for 2, then 4, 8 ... tokens after steps that dropped all its guesses, until a step checks them; prompt lookup keeps guessing", async () => {
+    let asked = 0;
+    const drafts = new Guesser({ draft: async () => (asked++, [1 as Token]) });
+    const askedAt: number[] = [];
+    for (let token = 0; token < 40; token++) {
+      const before = asked;
+      await drafts.guess(context, next, 1000, 1);
+      if (asked > before) {
+        askedAt.push(token);
+        drafts.droppedByPrice();
+      }
+    }
+    expect(askedAt).toEqual([0, 3, 8, 17, 34]);
+    // After a step that checks its guesses, the next drop waits 2 tokens again, not 64.
+    for (let token = 40; token <= 67; token++) await drafts.guess(context, next, 1000, 1);
+    expect(asked).toBe(6);
+    drafts.checked(1, 1);
+    await drafts.guess(context, next, 1000, 1);
+    expect(asked).toBe(7);
+    drafts.droppedByPrice();
+    for (let token = 0; token < 3; token++) await drafts.guess(context, next, 1000, 1);
+    expect(asked).toBe(8);
+
+    const lookup = new Guesser();
+    for (let token = 0; token < 5; token++) {
+      expect((lookup.guess(context, next, 1000, 1) as Token[]).length).toBeGreaterThan(0);
+      lookup.droppedByPrice();
+    }
+  });
+});
+
 describe("Guesser.wouldGuessAfterRun", () => {
   it("reads a solo run's context as the sequence's tokens, the run's feed and the tokens sampled before the last", () => {
     // The sequence holds 0..29 and 0..5; the run was fed 6 and sampled 7, 8, 9: after 9 (at "8 9") the
