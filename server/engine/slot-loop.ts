@@ -867,8 +867,8 @@ export class SlotLoop {
     parts.forEach((part, i) => {
       if (!part.ahead || kept[i]! >= part.ahead.draft.length) return;
       part.ahead.draft = part.ahead.draft.slice(0, kept[i]);
-      // None checked: nothing to learn the keep rate from this step (and a draft model waits a while).
-      if (kept[i] === 0) part.ahead.track.guesser?.droppedByPrice();
+      // None checked: nothing to learn the keep rate from this step (and a lone draft model waits a while).
+      if (kept[i] === 0) part.ahead.track.guesser?.droppedByPrice(parts.length === 1);
     });
   }
 

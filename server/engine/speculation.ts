@@ -231,15 +231,17 @@ export class Guesser {
 
   /**
    * A step's price dropped every guess it offered (step-costs.ts: the step was cheaper a token without them).
-   * Declined, and a draft model, whose guesses cost its own decodes before the step may start, is not asked
-   * again for the next 2, 4, 8, ... tokens (at most SPECULATION_MAX_WAIT), until a step checks its guesses
-   * again: where the machine's prices keep refusing them (a CPU whose passes cost nearly a token each, a busy
-   * one) it was asked at every token and each answer paid its drafts for nothing. Prompt lookup's guesses cost
-   * a look in an index: it keeps offering them.
+   * Declined, and where the evaluation was `alone` in the step, a draft model, whose guesses cost its own
+   * decodes before the step may start, is not asked again for the next 2, 4, 8, ... tokens (at most
+   * SPECULATION_MAX_WAIT), until a step checks its guesses again: where the machine's prices keep refusing
+   * them (a CPU whose passes cost nearly a token each, a busy one) it was asked at every token and each answer
+   * paid its drafts for nothing. Not with other sequences in the step: their waits would fall out of step, and
+   * a step whose sequences bring unequal tokens is more passes (step-costs.ts), which the price then refuses
+   * for the others' guesses too. Prompt lookup's guesses cost a look in an index: it keeps offering them.
    */
-  droppedByPrice(): void {
+  droppedByPrice(alone: boolean): void {
     this.declined();
-    if (!this.draftModel) return;
+    if (!this.draftModel || !alone) return;
     this.dropped++;
     this.wait = Math.min(SPECULATION_MAX_WAIT, 2 ** this.dropped);
   }

@@ -69,7 +69,7 @@ describe("Guesser.declined", () => {
 });
 
 describe("Guesser.droppedByPrice", () => {
-  it("a draft model is not asked for 2, then 4, 8 ... tokens after steps that dropped all its guesses, until a step checks them; prompt lookup keeps guessing", async () => {
+  it("a draft model is not asked for 2, then 4, 8 ... tokens after lone steps that dropped all its guesses, until a step checks them; prompt lookup, and a draft model sharing its steps, keep guessing", async () => {
     let asked = 0;
     const drafts = new Guesser({ draft: async () => (asked++, [1 as Token]) });
     const askedAt: number[] = [];
@@ -78,7 +78,7 @@ describe("Guesser.droppedByPrice", () => {
       await drafts.guess(context, next, 1000, 1);
       if (asked > before) {
         askedAt.push(token);
-        drafts.droppedByPrice();
+        drafts.droppedByPrice(true);
       }
     }
     expect(askedAt).toEqual([0, 3, 8, 17, 34]);
@@ -88,15 +88,23 @@ describe("Guesser.droppedByPrice", () => {
     drafts.checked(1, 1);
     await drafts.guess(context, next, 1000, 1);
     expect(asked).toBe(7);
-    drafts.droppedByPrice();
+    drafts.droppedByPrice(true);
     for (let token = 0; token < 3; token++) await drafts.guess(context, next, 1000, 1);
     expect(asked).toBe(8);
 
     const lookup = new Guesser();
     for (let token = 0; token < 5; token++) {
       expect((lookup.guess(context, next, 1000, 1) as Token[]).length).toBeGreaterThan(0);
-      lookup.droppedByPrice();
+      lookup.droppedByPrice(true);
     }
+    // Nor a draft model that shared the step with other sequences: asked at every token.
+    const shared = new Guesser({ draft: async () => (asked++, [1 as Token]) });
+    asked = 0;
+    for (let token = 0; token < 5; token++) {
+      await shared.guess(context, next, 1000, 4);
+      shared.droppedByPrice(false);
+    }
+    expect(asked).toBe(5);
   });
 });
 
