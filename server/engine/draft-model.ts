@@ -9,9 +9,19 @@
 // evaluation at a time (as the served one is), which keeps what it has read: a guess reads only the tokens
 // its sequence has not (the prompt once, then the tokens kept since the last guess), after taking back those
 // the served model refused.
+//
+// Its decodes' threads follow the served model's policy (thread-policy.ts `DecodeThreads`): on a CPU, capped at
+// the cores other processes leave, and a lone draft's one-token decodes at the count measured faster of
+// `threads` and one fewer (several drafts written together decode a token of each at once: all threads). They go through node-llama-cpp's own evaluation, which sets the context's count before each
+// decode from the Llama's thread splitter, so the count is set as the splitter's maximum (`Llama.maxThreads`,
+// public): the draft context is the one context whose decodes take that path while a draft model is in use
+// (the served model's all go through the slot loop, which sets its own). With the context's fixed count, a
+// machine with one core busy elsewhere made each answer about 10 times slower than without a draft model:
+// its two threads waited at every operation for the one off its core (docs/performance.md section 45).
 import { withLock } from "lifecycle-utils";
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
+import { CoreContention, DecodeThreads } from "./thread-policy.js";
 
 /** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
 export const DRAFT_MIN_CONFIDENCE = 0.6;
@@ -41,6 +51,10 @@ export interface DraftModelOptions {
   gpuLayers?: number;
   /** A draft stops at the first token the draft model gives less than this; default DRAFT_MIN_CONFIDENCE. */
   minConfidence?: number;
+  /** What measures other processes' load on the cores (a fake in tests); default the machine's. */
+  contention?: CoreContention;
+  /** Logical cores of the machine (default: what Node says this process may use). */
+  cores?: number;
 }
 
 export class DraftModel implements DraftSource {
@@ -48,12 +62,19 @@ export class DraftModel implements DraftSource {
   /** Sequences reading a long prompt in the background (see DRAFT_CATCH_UP_TOKENS). */
   private readonly catchingUp = new Set<LlamaContextSequence>();
   private closed = false;
+  /** Drafts being written now (a one-token decode's time is measured only where one is alone). */
+  private writing = 0;
 
   private constructor(
     readonly name: string,
+    private readonly llama: Llama,
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly minConfidence: number,
+    /** On a CPU with more than one thread: the count of each decode (null: the context's own). */
+    private readonly threads: DecodeThreads | null,
+    /** The splitter's maximum before the draft model set it, put back at close. */
+    private readonly maxThreadsBefore: number,
   ) {}
 
   /** Loads the draft model and its context; throws AppError when it cannot serve as the target's draft. */
@@ -84,7 +105,11 @@ export class DraftModel implements DraftSource {
         throw new AppError("unavailable", `The draft model ${modelPath} cannot guess for this model: ${(err as Error).message}`, { code: "draft_model_incompatible" });
       }
       const name = model.fileInfo.metadata?.general?.name ?? modelPath.split(/[\\/]/).pop()!;
-      return new DraftModel(name, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE);
+      const onCpu = llama.gpu === false || model.gpuLayers <= 0;
+      const threads = onCpu
+        ? DecodeThreads.for({ batch: options.threads, single: options.threads }, { contention: options.contention ?? new CoreContention(), cores: options.cores })
+        : null;
+      return new DraftModel(name, llama, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads, llama.maxThreads);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       throw err;
@@ -108,25 +133,50 @@ export class DraftModel implements DraftSource {
         return [];
       }
       const guesses: Token[] = [];
+      // The first decode reads what is new (a batch); the next ones a token each, batched by node-llama-cpp
+      // with the other drafts being written (a step of several sequences asks for theirs together).
+      this.useThreads(tokens.length - common);
+      let threads: number | null = null;
+      this.writing++;
       const written = sequence.evaluateWithMetadata(tokens.slice(common) as Token[], { confidence: true }, { temperature: 0 });
+      // The one-token decodes' time: from the first guess to the last.
+      let firstAt = 0;
+      let alone = this.writing === 1;
       try {
         for await (const { token, confidence } of written) {
+          if (guesses.length === 0) {
+            threads = this.useThreads(this.writing);
+            firstAt = performance.now();
+          }
+          alone &&= this.writing === 1;
           if (confidence < this.minConfidence) break;
           guesses.push(token);
           if (guesses.length >= max || this.model.isEogToken(token)) break;
         }
       } finally {
+        this.writing--;
         await written.return(undefined);
       }
+      if (threads !== null && alone && guesses.length > 1) this.threads!.decoded(1, threads, (performance.now() - firstAt) / (guesses.length - 1));
       return guesses;
     });
+  }
+
+  /** Sets the threads of the next decodes of `tokens` tokens each (null where the context's own count holds). */
+  private useThreads(tokens: number): number | null {
+    if (!this.threads) return null;
+    const threads = this.threads.forBatch(tokens);
+    this.llama.maxThreads = threads;
+    return threads;
   }
 
   /** Reads `tokens` into the sequence in the background; guesses for it wait until it is done (draft returns none). */
   private catchUp(sequence: LlamaContextSequence, tokens: Token[]): void {
     this.catchingUp.add(sequence);
     void withLock([sequence, "draft"], async () => {
-      if (!this.closed) await sequence.evaluateWithoutGeneratingNewTokens(tokens);
+      if (this.closed) return;
+      this.useThreads(tokens.length);
+      await sequence.evaluateWithoutGeneratingNewTokens(tokens);
     })
       .catch(() => undefined)
       .finally(() => this.catchingUp.delete(sequence));
@@ -148,6 +198,7 @@ export class DraftModel implements DraftSource {
     await Promise.all([...this.sequences.values()].map((s) => withLock([s, "draft"], async () => undefined)));
     await this.context.dispose();
     await this.model.dispose();
+    if (this.threads) this.llama.maxThreads = this.maxThreadsBefore;
   }
 }
 

@@ -99,7 +99,7 @@ async function loadDraftModel(
   log: LlamaEngineOptions["log"],
 ): Promise<DraftModel> {
   const started = performance.now();
-  const draft = await DraftModel.load({ llama, modelPath, target, threads });
+  const draft = await DraftModel.load({ llama, modelPath, target, threads, cores: availableParallelism() });
   log?.("info", `Draft model ${draft.name} loaded for speculation in ${Math.round(performance.now() - started)} ms: its guesses are checked as answers are written.`);
   return draft;
 }

@@ -15,6 +15,7 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel, type DraftSource } from "../../server/engine/draft-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
+import { CoreContention, type CpuClock } from "../../server/engine/thread-policy.js";
 import type { StepCosts } from "../../server/engine/step-costs.js";
 import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
@@ -188,6 +189,31 @@ describe("speculation with a draft model (--draft-model)", () => {
         { timeout: 20_000 },
       )
       .toBe(true);
+  });
+
+  it("its decodes' threads follow the served model's policy: the cores another process leaves, set as node-llama-cpp's thread maximum, put back at close", async () => {
+    const before = llama.maxThreads;
+    /** A machine where other processes keep `busy` cores busy; each reading a window (300 ms) later. */
+    const machine = (busy: number): CpuClock => {
+      let at = 0;
+      return { now: () => (at += 300), machineBusyMs: () => at * busy, ownMs: () => 0 };
+    };
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedy = (await run(null, prompt, { temperature: 0 }, 8)).tokens;
+    const load = (busy: number) => DraftModel.load({ llama, modelPath: inject("tinyModelPath"), target, threads: 2, minConfidence: 0.3, contention: new CoreContention(machine(busy), 250), cores: 2 });
+
+    const quiet = await load(0);
+    expect(await quiet.draft(0, prompt, 8)).toEqual(greedy);
+    // A lone draft's one-token decodes start with every thread (then measure one fewer too).
+    expect(llama.maxThreads).toBe(2);
+    await quiet.close();
+    expect(llama.maxThreads).toBe(before);
+
+    const busy = await load(1);
+    for (let i = 0; i < 3; i++) expect(await busy.draft(0, prompt, 8)).toEqual(greedy);
+    expect(llama.maxThreads).toBe(1);
+    await busy.close();
+    expect(llama.maxThreads).toBe(before);
   });
 
   it("a model of another vocabulary is refused at load, saying why", async () => {
