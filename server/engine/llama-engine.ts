@@ -163,7 +163,11 @@ export class LlamaEngine implements Engine {
     // How a token is produced is decided here, once, from the binaries, the model and the load's options.
     this.loop = new SlotLoop(context, model, tokenPaths, draftModel, keepGuessesForTests() ? new UnpricedStepCosts() : undefined, decodeThreads);
     this.grammars = new GrammarCache(llama);
+    this.maxThreadsAtLoad = llama.maxThreads;
   }
+
+  /** node-llama-cpp's thread maximum before decodes set it (slot-loop.ts `libraryEvaluate`), put back at close. */
+  private readonly maxThreadsAtLoad: number;
 
   private vision: VisionSlot | null = null;
 
@@ -522,6 +526,8 @@ export class LlamaEngine implements Engine {
     await this.dropDraftModel();
     await this.context.dispose();
     await this.model.dispose();
+    // A next model's context takes its count within it.
+    this.llama.maxThreads = this.maxThreadsAtLoad;
   }
 
   /** The draft model speculation guesses with; null: prompt lookup's guesses (or none). */

@@ -355,6 +355,22 @@ export class SlotLoop {
     };
   }
 
+  /**
+   * node-llama-cpp's own evaluation, for a model the loop cannot drive. Its dispatch sets the context's count
+   * before each decode from the Llama's thread splitter, so the policy's count (capped at the cores other
+   * processes leave) is set as the splitter's maximum (`Llama.maxThreads`, public; the engine puts it back
+   * when it closes): before the feed, then before each next token. With the context's fixed count, one core
+   * busy elsewhere made a lone answer about 8 times slower on 2 cores (docs/performance.md sections 10, 45).
+   */
+  private async *libraryEvaluate(sequence: LlamaContextSequence, tokens: Token[], metadata: TokenMetadata, options: SequenceEvaluateOptions): AsyncGenerator<SampledToken, void, unknown> {
+    const llama = this.model.llama;
+    if (this.threads) llama.maxThreads = this.threads.forBatch(tokens.length);
+    for await (const sampled of sequence.evaluateWithMetadata(tokens, metadata, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledToken, void, unknown>) {
+      if (this.threads) llama.maxThreads = this.threads.forSolo();
+      yield sampled;
+    }
+  }
+
   /** The path in words, for the load's log line. */
   describe(): string {
     if (!this.available)
@@ -388,7 +404,7 @@ export class SlotLoop {
     lookup: SpeculationLookup = {},
   ): AsyncGenerator<SampledToken, void, unknown> {
     if (!this.available) {
-      yield* sequence.evaluateWithMetadata(tokens, metadata, { ...options, yieldEogToken: true }) as AsyncGenerator<SampledToken, void, unknown>;
+      yield* this.libraryEvaluate(sequence, tokens, metadata, options);
       return;
     }
     const internals = sequence as unknown as SequenceInternals;

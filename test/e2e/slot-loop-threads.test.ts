@@ -4,7 +4,7 @@
 import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
-import { DecodeThreads } from "../../server/engine/thread-policy.js";
+import { CoreContention, type CpuClock, DecodeThreads } from "../../server/engine/thread-policy.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 import { take } from "../support/take-tokens.js";
 
@@ -61,6 +61,46 @@ describe("the slot loop's threads per decode", () => {
     for (const call of both) {
       const [tokens, threads] = call.slice("decode:".length).split("@").map(Number) as [number, number];
       expect(threads).toBe(tokens > 1 ? 2 : 1);
+    }
+  });
+
+  it("a model the loop cannot drive (node-llama-cpp's own evaluation) decodes with the cores another process leaves, through node-llama-cpp's thread maximum", async () => {
+    const llama = model.llama;
+    const before = llama.maxThreads;
+    // A binding without the loop's shapes: the loop hands the evaluation to node-llama-cpp.
+    const foreign = new Proxy(context, { get: (target, key) => (key === "_ctx" ? {} : Reflect.get(target, key, target)) });
+    /** A machine where other processes keep `busy` of its 2 cores busy; each reading a window (300 ms) later. */
+    const machine = (busy: number): CpuClock => {
+      let at = 0;
+      return { now: () => (at += 300), machineBusyMs: () => at * busy, ownMs: () => 0 };
+    };
+    const policy = (busy: number) => DecodeThreads.for({ batch: 2, single: 2 }, { contention: new CoreContention(machine(busy), 250), cores: 2 });
+    const prompt = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
+    const answer = async (loop: SlotLoop) => {
+      const sequence = context.getSequence();
+      try {
+        let tokens: Token[] = [];
+        const calls = await watch(async () => (tokens = await take(loop.evaluate(sequence, prompt, {}, { temperature: 0 }), 6)));
+        return { tokens, calls };
+      } finally {
+        sequence.dispose();
+      }
+    };
+    try {
+      const driven = await answer(new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false }, null));
+      const quietLoop = new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false }, null, undefined, policy(0));
+      expect(quietLoop.describe()).toBe("node-llama-cpp's evaluate for every token (its binding lacks the slot loop's shapes)");
+      const quiet = await answer(quietLoop);
+      expect(quiet.tokens).toEqual(driven.tokens);
+      expect(quiet.calls.length).toBeGreaterThanOrEqual(5);
+      for (const call of quiet.calls) expect(call).toMatch(/@2$/);
+      // Busy: the policy's first reading starts its window (all threads for the prompt), then 1 thread.
+      const busy = await answer(new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false }, null, undefined, policy(1)));
+      expect(busy.tokens).toEqual(driven.tokens);
+      expect(busy.calls[0]).toBe(`decode:${prompt.length}@2`);
+      for (const call of busy.calls.slice(1)) expect(call).toBe("decode:1@1");
+    } finally {
+      llama.maxThreads = before;
     }
   });
 
