@@ -10,18 +10,20 @@
 // its sequence has not (the prompt once, then the tokens kept since the last guess), after taking back those
 // the served model refused.
 //
-// Its decodes' threads follow the served model's policy (thread-policy.ts `DecodeThreads`): on a CPU, capped at
-// the cores other processes leave, and a lone draft's one-token decodes at the count measured faster of
-// `threads` and one fewer (several drafts written together decode a token of each at once: all threads). They go through node-llama-cpp's own evaluation, which sets the context's count before each
-// decode from the Llama's thread splitter, so the count is set as the splitter's maximum (`Llama.maxThreads`,
-// public): the draft context is the one context whose decodes take that path while a draft model is in use
-// (the served model's all go through the slot loop, which sets its own). With the context's fixed count, a
+// Its decodes' threads follow the served model's policy (thread-policy.ts `DecodeThreads`, an instance of its
+// own with the served model's split and measure of other processes): on a CPU, capped at the cores other
+// processes leave, and a lone draft's one-token decodes at the count measured faster of the lone count and one
+// fewer (several drafts written together decode a token of each at once: the batch count). They go through
+// node-llama-cpp's own evaluation, which sets the context's count before each decode from the Llama's thread
+// splitter, so the count is set as the splitter's maximum (`Llama.maxThreads`, public): the draft context is
+// the one context whose decodes take that path while a draft model is in use (the served model's all go
+// through the slot loop, which sets its own). With the context's fixed count, a
 // machine with one core busy elsewhere made each answer about 10 times slower than without a draft model:
 // its two threads waited at every operation for the one off its core (docs/performance.md section 45).
 import { withLock } from "lifecycle-utils";
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
-import { CoreContention, DecodeThreads } from "./thread-policy.js";
+import { CoreContention, DecodeThreads, type ThreadSplit } from "./thread-policy.js";
 
 /** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
 export const DRAFT_MIN_CONFIDENCE = 0.6;
@@ -51,7 +53,9 @@ export interface DraftModelOptions {
   gpuLayers?: number;
   /** A draft stops at the first token the draft model gives less than this; default DRAFT_MIN_CONFIDENCE. */
   minConfidence?: number;
-  /** What measures other processes' load on the cores (a fake in tests); default the machine's. */
+  /** The served model's split of `threads` (thread-policy.ts splitThreads); default all of them for both. */
+  split?: ThreadSplit;
+  /** What measures other processes' load on the cores (the served model's; a fake in tests); default a new one. */
   contention?: CoreContention;
   /** Logical cores of the machine (default: what Node says this process may use). */
   cores?: number;
@@ -107,7 +111,7 @@ export class DraftModel implements DraftSource {
       const name = model.fileInfo.metadata?.general?.name ?? modelPath.split(/[\\/]/).pop()!;
       const onCpu = llama.gpu === false || model.gpuLayers <= 0;
       const threads = onCpu
-        ? DecodeThreads.for({ batch: options.threads, single: options.threads }, { contention: options.contention ?? new CoreContention(), cores: options.cores })
+        ? DecodeThreads.for(options.split ?? { batch: options.threads, single: options.threads }, { contention: options.contention ?? new CoreContention(), cores: options.cores })
         : null;
       return new DraftModel(name, llama, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads, llama.maxThreads);
     } catch (err) {

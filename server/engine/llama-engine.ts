@@ -40,7 +40,7 @@ import { jsonQuotedText } from "./prompt-lookup.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
 import type { Engine, EngineEvent, EngineRequest, EngineStatus, GpuInfo, LoadedModelInfo } from "./types.js";
 import { describeGpu, loadRuntime } from "./llama-runtime.js";
-import { DraftModel } from "./draft-model.js";
+import { DraftModel, type DraftModelOptions } from "./draft-model.js";
 import { agentTokensPerChar, planForModel } from "./model-fit.js";
 
 export type { GpuPreference } from "./resource-plan.js";
@@ -95,11 +95,12 @@ async function loadDraftModel(
   llama: Llama,
   modelPath: string,
   target: { model: LlamaModel; context: LlamaContext },
-  threads: number,
+  /** The served model's threads and their policy's inputs, which the draft's decodes share. */
+  threads: Pick<DraftModelOptions, "threads" | "split" | "contention" | "cores">,
   log: LlamaEngineOptions["log"],
 ): Promise<DraftModel> {
   const started = performance.now();
-  const draft = await DraftModel.load({ llama, modelPath, target, threads, cores: availableParallelism() });
+  const draft = await DraftModel.load({ llama, modelPath, target, ...threads });
   log?.("info", `Draft model ${draft.name} loaded for speculation in ${Math.round(performance.now() - started)} ms: its guesses are checked as answers are written.`);
   return draft;
 }
@@ -247,9 +248,11 @@ export class LlamaEngine implements Engine {
       }
       const split = splitThreads(threads, cores, usesOpenMp(llama.systemInfo), poolThreads);
       const capped = threads > 1;
+      // One measure of the other processes' load for the served model's decodes and the draft model's.
+      const contention = capped ? new CoreContention() : undefined;
       const decodeThreads = DecodeThreads.for(split, {
         cores,
-        contention: capped ? new CoreContention() : undefined,
+        contention,
         onCapChange: (from, to, others) =>
           options.log?.("debug", `Other processes keep ${others.toFixed(1)} of ${cores} cores busy: decoding with ${to} thread(s) instead of ${from}.`),
       });
@@ -305,7 +308,7 @@ export class LlamaEngine implements Engine {
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
       const paths = speculationPaths(options);
-      const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, threads, options.log) : null;
+      const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, { threads, split, contention, cores }, options.log) : null;
       const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, paths, draft, decodeThreads);
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
       if (draft && !engine.loop.paths.speculation) {
