@@ -15,8 +15,8 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { DRAFT_CATCH_UP_TOKENS, DRAFT_MIN_CONFIDENCE, DraftModel, type DraftSource } from "../../server/engine/draft-model.js";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
-import { CoreContention, type CpuClock } from "../../server/engine/thread-policy.js";
 import type { StepCosts } from "../../server/engine/step-costs.js";
+import { busyContention } from "../support/busy-machine.js";
 import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
@@ -193,14 +193,9 @@ describe("speculation with a draft model (--draft-model)", () => {
 
   it("its decodes' threads follow the served model's policy: the cores another process leaves, set as node-llama-cpp's thread maximum, put back at close", async () => {
     const before = llama.maxThreads;
-    /** A machine where other processes keep `busy` cores busy; each reading a window (300 ms) later. */
-    const machine = (busy: number): CpuClock => {
-      let at = 0;
-      return { now: () => (at += 300), machineBusyMs: () => at * busy, ownMs: () => 0 };
-    };
     const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
     const greedy = (await run(null, prompt, { temperature: 0 }, 8)).tokens;
-    const load = (busy: number) => DraftModel.load({ llama, modelPath: inject("tinyModelPath"), target, threads: 2, minConfidence: 0.3, contention: new CoreContention(machine(busy), 250), cores: 2 });
+    const load = (busy: number) => DraftModel.load({ llama, modelPath: inject("tinyModelPath"), target, threads: 2, minConfidence: 0.3, contention: busyContention(busy), cores: 2 });
 
     const quiet = await load(0);
     expect(await quiet.draft(0, prompt, 8)).toEqual(greedy);

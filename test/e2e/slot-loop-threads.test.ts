@@ -4,7 +4,8 @@
 import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SlotLoop } from "../../server/engine/slot-loop.js";
-import { CoreContention, type CpuClock, DecodeThreads } from "../../server/engine/thread-policy.js";
+import { DecodeThreads } from "../../server/engine/thread-policy.js";
+import { busyContention } from "../support/busy-machine.js";
 import { spyOnBinding } from "../support/binding-spy.js";
 import { take } from "../support/take-tokens.js";
 
@@ -69,12 +70,7 @@ describe("the slot loop's threads per decode", () => {
     const before = llama.maxThreads;
     // A binding without the loop's shapes: the loop hands the evaluation to node-llama-cpp.
     const foreign = new Proxy(context, { get: (target, key) => (key === "_ctx" ? {} : Reflect.get(target, key, target)) });
-    /** A machine where other processes keep `busy` of its 2 cores busy; each reading a window (300 ms) later. */
-    const machine = (busy: number): CpuClock => {
-      let at = 0;
-      return { now: () => (at += 300), machineBusyMs: () => at * busy, ownMs: () => 0 };
-    };
-    const policy = (busy: number) => DecodeThreads.for({ batch: 2, single: 2 }, { contention: new CoreContention(machine(busy), 250), cores: 2 });
+    const policy = (busy: number) => DecodeThreads.for({ batch: 2, single: 2 }, { contention: busyContention(busy), cores: 2 });
     const prompt = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
     const answer = async (loop: SlotLoop) => {
       const sequence = context.getSequence();
