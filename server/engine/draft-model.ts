@@ -5,22 +5,26 @@
 // model; only its speed changes. Where a guess is worth a position (how far a step guesses, the back-off) is
 // speculation.ts's business; this file only writes the guesses.
 //
-// Each sequence of the served context has a sequence of the draft context with the same id, used by one
-// evaluation at a time (as the served one is), which keeps what it has read: a guess reads only the tokens
-// its sequence has not (the prompt once, then the tokens kept since the last guess), after taking back those
-// the served model refused.
+// Each sequence of the served context has a sequence of the draft context, which keeps what it has read: a
+// guess reads only the tokens its sequence has not (the prompt once, then the tokens kept since the last
+// guess), after taking back those the served model refused.
 //
-// Its decodes' threads follow the served model's policy (thread-policy.ts `DecodeThreads`, an instance of its
-// own with the served model's split and measure of other processes): on a CPU, capped at the cores other
-// processes leave, and a lone draft's one-token decodes at the count measured faster of the lone count and one
-// fewer (several drafts written together decode a token of each at once: the batch count). They go through
-// node-llama-cpp's own evaluation, which sets the context's count before each decode from the Llama's thread
-// splitter, so the count is set as the splitter's maximum (`Llama.maxThreads`, public): the draft context is
-// the one context whose decodes take that path while a draft model is in use (the served model's all go
-// through the slot loop, which sets its own). With the context's fixed count, a
-// machine with one core busy elsewhere made each answer about 10 times slower than without a draft model:
-// its two threads waited at every operation for the one off its core (docs/performance.md section 45).
-import { withLock } from "lifecycle-utils";
+// The drafts are written in rounds, as the slot loop writes answers: each round is one decode of the draft
+// context holding every draft being written (what each has not read yet, or its last guess), then a greedy
+// sampling of each. A step of four sequences asks for four drafts at once, and each of their 16 positions
+// costs one decode of four tokens, which on a CPU costs little more than one (the 28 MB draft of bench:spec:
+// 0.57 ms for one token, 0.99 for four, threads 2). They used to go through node-llama-cpp's own evaluation,
+// one generator per draft with JavaScript and a trip through its batch queue between tokens: 2.3 to 6 ms a
+// position for four drafts, more than half of each step of four streams, which then ran below speculation
+// off (docs/performance.md section 46). A long prompt (DRAFT_CATCH_UP_TOKENS) is read in chunks between
+// rounds, when no draft is being written.
+//
+// The rounds' decodes set their threads as the slot loop's do, from the served model's policy
+// (thread-policy.ts `DecodeThreads`, an instance of its own with the served model's split and measure of other
+// processes): on a CPU, capped at the cores other processes leave, and a lone draft's one-token decodes at the
+// count measured faster of the lone count and one fewer. With the context's fixed count, a machine with one
+// core busy elsewhere made each answer about 10 times slower than without a draft model: its two threads
+// waited at every operation for the one off its core (docs/performance.md section 45).
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
 import { CoreContention, DecodeThreads, type ThreadSplit } from "./thread-policy.js";
@@ -61,24 +65,64 @@ export interface DraftModelOptions {
   cores?: number;
 }
 
+/** The calls on the draft context's native binding (node-llama-cpp's `_ctx`) the rounds make. */
+interface DraftBinding {
+  initBatch(size: number): void;
+  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
+  decodeBatch(): Promise<void>;
+  setThreads(threads: number): void;
+  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
+  sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, unknown?, number?]>;
+}
+
+interface Sampler {
+  applyConfig(config: unknown): void;
+  dispose(): void;
+}
+
+/** A sequence of the draft context: its id there, what its cells hold, and its greedy sampler. */
+interface DraftSequence {
+  /**
+   * node-llama-cpp's, held for as long as the draft model: once it is garbage-collected, node-llama-cpp gives its
+   * id back and empties its cells, under what `held` says they hold (every guess after the next collection was
+   * then written from an empty sequence, and nearly all refused).
+   */
+  claimed: LlamaContextSequence;
+  id: number;
+  /** The tokens its cells hold, from position 0. */
+  held: Token[];
+  sampler: Sampler;
+  /** A draft being written for it (one at a time, as the served sequence has one evaluation at a time). */
+  writing: Writing | null;
+  /** What it has yet to read of a long prompt (DRAFT_CATCH_UP_TOKENS); guesses for it wait until it has. */
+  catchUp: Token[];
+}
+
+/** One draft being written: what it reads next round, and the guesses so far. */
+interface Writing {
+  sequence: DraftSequence;
+  /** Decoded next round: what the sequence has not read yet, then each guess. */
+  feed: Token[];
+  guesses: Token[];
+  max: number;
+  done(guesses: Token[]): void;
+}
+
 export class DraftModel implements DraftSource {
-  private readonly sequences = new Map<number, LlamaContextSequence>();
-  /** Sequences reading a long prompt in the background (see DRAFT_CATCH_UP_TOKENS). */
-  private readonly catchingUp = new Set<LlamaContextSequence>();
+  private readonly sequences = new Map<number, DraftSequence>();
+  /** The drafts being written: each round decodes a token (or what is new) of each. */
+  private writings: Writing[] = [];
+  /** The rounds running (null: idle). */
+  private rounds: Promise<void> | null = null;
   private closed = false;
-  /** Drafts being written now (a one-token decode's time is measured only where one is alone). */
-  private writing = 0;
 
   private constructor(
     readonly name: string,
-    private readonly llama: Llama,
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly minConfidence: number,
     /** On a CPU with more than one thread: the count of each decode (null: the context's own). */
     private readonly threads: DecodeThreads | null,
-    /** The splitter's maximum before the draft model set it, put back at close. */
-    private readonly maxThreadsBefore: number,
   ) {}
 
   /** Loads the draft model and its context; throws AppError when it cannot serve as the target's draft. */
@@ -113,7 +157,7 @@ export class DraftModel implements DraftSource {
       const threads = onCpu
         ? DecodeThreads.for(options.split ?? { batch: options.threads, single: options.threads }, { contention: options.contention ?? new CoreContention(), cores: options.cores })
         : null;
-      return new DraftModel(name, llama, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads, llama.maxThreads);
+      return new DraftModel(name, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       throw err;
@@ -123,74 +167,173 @@ export class DraftModel implements DraftSource {
   async draft(sequenceId: number, tokens: readonly Token[], max: number): Promise<Token[]> {
     if (this.closed || max <= 0 || tokens.length === 0 || tokens.length + max > this.context.contextSize - 1) return [];
     const sequence = this.sequenceFor(sequenceId);
-    if (!sequence || this.catchingUp.has(sequence)) return [];
-    return withLock([sequence, "draft"], async () => {
-      if (this.closed) return [];
-      // What the sequence read before that these tokens still begin with; at least the last one is read again,
-      // since its logits give the first guess.
-      const had = sequence.contextTokens;
-      let common = 0;
-      while (common < had.length && common < tokens.length - 1 && had[common] === tokens[common]) common++;
-      if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
-      if (tokens.length - 1 - common > DRAFT_CATCH_UP_TOKENS) {
-        this.catchUp(sequence, tokens.slice(common, -1) as Token[]);
-        return [];
-      }
-      const guesses: Token[] = [];
-      // The first decode reads what is new (a batch); the next ones a token each, batched by node-llama-cpp
-      // with the other drafts being written (a step of several sequences asks for theirs together).
-      this.useThreads(tokens.length - common);
-      let threads: number | null = null;
-      this.writing++;
-      const written = sequence.evaluateWithMetadata(tokens.slice(common) as Token[], { confidence: true }, { temperature: 0 });
-      // The one-token decodes' time: from the first guess to the last.
-      let firstAt = 0;
-      let alone = this.writing === 1;
-      try {
-        for await (const { token, confidence } of written) {
-          if (guesses.length === 0) {
-            threads = this.useThreads(this.writing);
-            firstAt = performance.now();
-          }
-          alone &&= this.writing === 1;
-          if (confidence < this.minConfidence) break;
-          guesses.push(token);
-          if (guesses.length >= max || this.model.isEogToken(token)) break;
-        }
-      } finally {
-        this.writing--;
-        await written.return(undefined);
-      }
-      if (threads !== null && alone && guesses.length > 1) this.threads!.decoded(1, threads, (performance.now() - firstAt) / (guesses.length - 1));
-      return guesses;
+    if (!sequence || sequence.writing || sequence.catchUp.length > 0) return [];
+    // What the sequence read before that these tokens still begin with; at least the last one is read again,
+    // since its logits give the first guess.
+    const held = sequence.held;
+    let common = 0;
+    while (common < held.length && common < tokens.length - 1 && held[common] === tokens[common]) common++;
+    if (!this.forget(sequence, common)) return [];
+    if (tokens.length - 1 - sequence.held.length > DRAFT_CATCH_UP_TOKENS) {
+      sequence.catchUp = tokens.slice(sequence.held.length, -1) as Token[];
+      this.run();
+      return [];
+    }
+    return new Promise<Token[]>((resolve) => {
+      const writing: Writing = {
+        sequence,
+        feed: tokens.slice(sequence.held.length) as Token[],
+        guesses: [],
+        max,
+        done: (guesses) => {
+          sequence.writing = null;
+          resolve(guesses);
+        },
+      };
+      sequence.writing = writing;
+      this.writings.push(writing);
+      this.run();
     });
   }
 
-  /** Sets the threads of the next decodes of `tokens` tokens each (null where the context's own count holds). */
-  private useThreads(tokens: number): number | null {
-    if (!this.threads) return null;
-    const threads = this.threads.forBatch(tokens);
-    this.llama.maxThreads = threads;
-    return threads;
+  /** Takes the sequence's cells from `from` on out of the cache (all of them where the cache cannot take part). */
+  private forget(sequence: DraftSequence, from: number): boolean {
+    if (from >= sequence.held.length) return true;
+    const binding = this.binding();
+    if (!binding.removeTokenCellsFromSequence(sequence.id, from, sequence.held.length)) {
+      if (!binding.removeTokenCellsFromSequence(sequence.id, 0, sequence.held.length)) return false;
+      from = 0;
+    }
+    sequence.held.length = from;
+    return true;
   }
 
-  /** Reads `tokens` into the sequence in the background; guesses for it wait until it is done (draft returns none). */
-  private catchUp(sequence: LlamaContextSequence, tokens: Token[]): void {
-    this.catchingUp.add(sequence);
-    void withLock([sequence, "draft"], async () => {
-      if (this.closed) return;
-      this.useThreads(tokens.length);
-      await sequence.evaluateWithoutGeneratingNewTokens(tokens);
-    })
-      .catch(() => undefined)
-      .finally(() => this.catchingUp.delete(sequence));
+  /** Starts the rounds unless they run: after the current turn, so that the drafts asked for in it go together. */
+  private run(): void {
+    this.rounds ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.loop());
   }
 
-  private sequenceFor(sequenceId: number): LlamaContextSequence | null {
+  /** The rounds, until nothing is left to write or read; `rounds` is cleared in the turn that finds nothing left. */
+  private async loop(): Promise<void> {
+    try {
+      for (;;) {
+        if (this.closed) {
+          for (const w of this.writings.splice(0)) w.done([]);
+          break;
+        }
+        if (this.writings.length > 0) await this.round();
+        else {
+          const behind = [...this.sequences.values()].find((s) => s.catchUp.length > 0);
+          if (!behind) break;
+          await this.readChunk(behind);
+        }
+      }
+    } finally {
+      // Here, not in a later turn: a draft asked for in between would find the rounds still running and wait forever.
+      this.rounds = null;
+    }
+  }
+
+  /**
+   * One round: a decode holding every draft being written (what it has not read, as much as the batch holds, or
+   * its last guess), then a greedy sampling of each whose feed is read; each ends at its first unsure token, an
+   * end of generation, or its `max`.
+   */
+  private async round(): Promise<void> {
+    let room = this.context.batchSize;
+    const entries: Array<{ writing: Writing; tokens: Token[]; last: boolean }> = [];
+    for (const writing of [...this.writings].sort((a, b) => a.sequence.id - b.sequence.id)) {
+      const take = Math.min(writing.feed.length, room);
+      if (take === 0) continue;
+      room -= take;
+      entries.push({ writing, tokens: writing.feed.slice(0, take), last: take === writing.feed.length });
+    }
+    const logits = await this.decode(entries.map((e) => ({ sequence: e.writing.sequence, tokens: e.tokens, logit: e.last })));
+    if (logits === null) {
+      for (const { writing } of entries) this.finish(writing);
+      return;
+    }
+    for (const e of entries) e.writing.feed = e.writing.feed.slice(e.tokens.length);
+    const binding = this.binding();
+    const samples = await Promise.all(
+      entries.map(async ({ writing, last }, i) => {
+        if (!last) return null;
+        const sampled = await binding.sampleToken(logits[i]![0]!, writing.sequence.sampler, false, true).catch(() => -1 as const);
+        const [token, confidence] = Array.isArray(sampled) ? [sampled[0], sampled[2] ?? 1] : [sampled, 1];
+        const ends = token < 0 || writing.guesses.length + 1 >= writing.max || this.model.isEogToken(token as Token);
+        return { writing, token: token as Token, sure: confidence >= this.minConfidence, ends };
+      }),
+    );
+    for (const x of samples) {
+      if (x === null) continue;
+      if (x.token < 0 || !x.sure) {
+        this.finish(x.writing);
+        continue;
+      }
+      x.writing.guesses.push(x.token);
+      if (x.ends) this.finish(x.writing);
+      else x.writing.feed = [x.token];
+    }
+  }
+
+  /** Reads a chunk of a long prompt (no logits): between rounds, when no draft is being written. */
+  private async readChunk(sequence: DraftSequence): Promise<void> {
+    const tokens = sequence.catchUp.slice(0, Math.min(DRAFT_CATCH_UP_TOKENS, this.context.batchSize));
+    const ok = (await this.decode([{ sequence, tokens, logit: false }])) !== null;
+    sequence.catchUp = ok ? sequence.catchUp.slice(tokens.length) : [];
+  }
+
+  /**
+   * Decodes each part's tokens at its sequence's next positions, with the logits of its last token where
+   * `logit`; returns each part's logit indexes, or null where the decode failed (the parts' sequences are then
+   * emptied, to be read again from the start).
+   */
+  private async decode(parts: Array<{ sequence: DraftSequence; tokens: Token[]; logit: boolean }>): Promise<Uint32Array[] | null> {
+    const binding = this.binding();
+    const size = parts.reduce((n, p) => n + p.tokens.length, 0);
+    try {
+      binding.initBatch(size);
+      const logits = parts.map((p) =>
+        binding.addToBatch(p.sequence.id, p.sequence.held.length, Uint32Array.from(p.tokens), p.logit ? Uint32Array.of(p.tokens.length - 1) : new Uint32Array(0)),
+      );
+      const threads = this.threads?.forBatch(size);
+      if (threads !== undefined) binding.setThreads(threads);
+      const started = performance.now();
+      await binding.decodeBatch();
+      if (threads !== undefined) this.threads!.decoded(size, threads, performance.now() - started);
+      for (const p of parts) p.sequence.held.push(...p.tokens);
+      return logits;
+    } catch {
+      for (const p of parts) {
+        binding.removeTokenCellsFromSequence(p.sequence.id, 0, p.sequence.held.length + p.tokens.length);
+        p.sequence.held.length = 0;
+        p.sequence.catchUp = [];
+      }
+      return null;
+    }
+  }
+
+  private finish(writing: Writing): void {
+    this.writings = this.writings.filter((w) => w !== writing);
+    writing.done(writing.guesses);
+  }
+
+  private binding(): DraftBinding {
+    return (this.context as unknown as { _ctx: DraftBinding })._ctx;
+  }
+
+  private sequenceFor(sequenceId: number): DraftSequence | null {
     let sequence = this.sequences.get(sequenceId);
     if (!sequence) {
       if (this.context.sequencesLeft === 0) return null;
-      sequence = this.context.getSequence();
+      const claimed = this.context.getSequence() as unknown as LlamaContextSequence & {
+        _sequenceId: number;
+        _resolveSamplerConfig(options: { temperature: number }): unknown;
+      };
+      const llama = this.model.llama as unknown as { _bindings: { AddonSampler: new (model: unknown) => Sampler } };
+      const sampler = new llama._bindings.AddonSampler((this.model as unknown as { _model: unknown })._model);
+      sampler.applyConfig(claimed._resolveSamplerConfig({ temperature: 0 }));
+      sequence = { claimed, id: claimed._sequenceId, held: [], sampler, writing: null, catchUp: [] };
       this.sequences.set(sequenceId, sequence);
     }
     return sequence;
@@ -199,10 +342,10 @@ export class DraftModel implements DraftSource {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.sequences.values()].map((s) => withLock([s, "draft"], async () => undefined)));
+    await this.rounds;
+    for (const sequence of this.sequences.values()) sequence.sampler.dispose();
     await this.context.dispose();
     await this.model.dispose();
-    if (this.threads) this.llama.maxThreads = this.maxThreadsBefore;
   }
 }
 

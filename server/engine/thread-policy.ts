@@ -25,10 +25,10 @@
 //
 // node-llama-cpp sets one thread count per context; the count for each decode is chosen here
 // (DecodeThreads) and set by the slot loop (slot-loop.ts), the one way to the engine, just before each of its
-// decodes and solo runs. node-llama-cpp's own decodes (where the slot loop cannot run: a model that needs
-// context checkpoints, another binding; and a draft model's) take their count from node-llama-cpp's thread
-// splitter before each decode, so the policy's count is set there as its maximum (`Llama.maxThreads`:
-// slot-loop.ts `libraryEvaluate`, draft-model.ts).
+// decodes and solo runs, and by a draft model's rounds before each of theirs (draft-model.ts, on its own
+// context). node-llama-cpp's own decodes (where the slot loop cannot run: a model that needs context
+// checkpoints, another binding) take their count from node-llama-cpp's thread splitter before each decode,
+// so the policy's count is set there as its maximum (`Llama.maxThreads`: slot-loop.ts `libraryEvaluate`).
 //
 // Then a lone token's count, measured. Where a pool of one thread keeps every thread for a lone sequence,
 // whether one core fewer is faster depends on the model: a token of the 110 MB F32 model (7 ms) decoded

@@ -9,6 +9,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensurePeerModel } from "../../bench/peer-model.js";
@@ -51,6 +53,23 @@ async function draftOf(modelPath: string, minConfidence = 0.3): Promise<DraftMod
   drafts.push(draft);
   return draft;
 }
+
+/** Runs the garbage collector until a finalizer has run (at most 20 times). */
+async function collectGarbage(): Promise<void> {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  let finalized = false;
+  const registry = new FinalizationRegistry(() => (finalized = true));
+  registry.register({}, 0);
+  for (let i = 0; i < 20 && !finalized; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(finalized).toBe(true);
+}
+
+/** The draft model's context (private): the tests watch what reaches its binding. */
+const draftContext = (draft: DraftModel) => (draft as unknown as { context: object }).context;
 
 const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
 
@@ -191,24 +210,85 @@ describe("speculation with a draft model (--draft-model)", () => {
       .toBe(true);
   });
 
-  it("its decodes' threads follow the served model's policy: the cores another process leaves, set as node-llama-cpp's thread maximum, put back at close", async () => {
-    const before = llama.maxThreads;
+  it("drafts asked for together are written in rounds: one decode of the draft context a position for all of them, the same guesses as each alone", async () => {
+    const prompts = ["write a long story", "tell me about the sea"].map((text) => target.model.tokenize(`<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`, true));
+    const alone = await Promise.all(prompts.map(async (prompt) => (await run(null, prompt, { temperature: 0 }, 8)).tokens));
+    const draft = await draftOf(inject("tinyModelPath"));
+    const sizes: number[] = [];
+    const undo = spyOnBinding(draftContext(draft), (method, args) => {
+      if (method === "initBatch") sizes.push(args[0] as number);
+    });
+    try {
+      expect(await Promise.all(prompts.map((prompt, i) => draft.draft(i, prompt, 8)))).toEqual(alone);
+    } finally {
+      undo();
+    }
+    // The prompts in one decode, then a guess of each in each of the next seven (the eighth guess is not read).
+    expect(sizes).toEqual([prompts[0]!.length + prompts[1]!.length, ...Array(7).fill(2)]);
+  });
+
+  it("one draft after another, each asked for as the last one is handed over: each is written (none waits for rounds that have ended)", async () => {
+    const draft = await draftOf(inject("tinyModelPath"), DRAFT_MIN_CONFIDENCE);
     const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
     const greedy = (await run(null, prompt, { temperature: 0 }, 8)).tokens;
-    const load = (busy: number) => DraftModel.load({ llama, modelPath: inject("tinyModelPath"), target, threads: 2, minConfidence: 0.3, contention: busyContention(busy), cores: 2 });
+    // Ended by an unsure token (the answer's second), in the round's turn; the next is asked for in the same turn.
+    const drafts = await Promise.race([
+      (async () => [await draft.draft(0, prompt, 8), await draft.draft(1, prompt, 8), await draft.draft(0, [...prompt, greedy[0]!], 8)])(),
+      new Promise<string>((resolve) => setTimeout(() => resolve("a draft never came"), 5000)),
+    ]);
+    expect(drafts).toEqual([greedy.slice(0, 1), greedy.slice(0, 1), []]);
+  });
 
-    const quiet = await load(0);
-    expect(await quiet.draft(0, prompt, 8)).toEqual(greedy);
-    // A lone draft's one-token decodes start with every thread (then measure one fewer too).
-    expect(llama.maxThreads).toBe(2);
-    await quiet.close();
-    expect(llama.maxThreads).toBe(before);
+  it("what a sequence has read stays read across garbage collections (node-llama-cpp empties a sequence whose object is collected)", async () => {
+    const draft = await draftOf(inject("tinyModelPath"));
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedy = (await run(null, prompt, { temperature: 0 }, 12)).tokens;
+    expect(await draft.draft(0, prompt, 4)).toEqual(greedy.slice(0, 4));
+    await collectGarbage();
+    // Its sequence is still its own (node-llama-cpp gives a collected one's id back, emptied).
+    expect((draftContext(draft) as LlamaContext).sequencesLeft).toBe(target.context.totalSequences - 1);
+    const sizes: number[] = [];
+    const undo = spyOnBinding(draftContext(draft), (method, args) => {
+      if (method === "initBatch") sizes.push(args[0] as number);
+    });
+    try {
+      // It reads only the tokens kept since (the sequence's cells still hold the prompt), and guesses right.
+      expect(await draft.draft(0, [...prompt, ...greedy.slice(0, 5)], 4)).toEqual(greedy.slice(5, 9));
+    } finally {
+      undo();
+    }
+    expect(sizes[0]).toBe(2);
+  });
 
-    const busy = await load(1);
-    for (let i = 0; i < 3; i++) expect(await busy.draft(0, prompt, 8)).toEqual(greedy);
-    expect(llama.maxThreads).toBe(1);
-    await busy.close();
-    expect(llama.maxThreads).toBe(before);
+  it("its decodes' threads follow the served model's policy: set before each decode, capped at the cores another process leaves", async () => {
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedy = (await run(null, prompt, { temperature: 0 }, 12)).tokens;
+    const threadsOf = async (busy: number) => {
+      const draft = await DraftModel.load({ llama, modelPath: inject("tinyModelPath"), target, threads: 2, minConfidence: 0.3, contention: busyContention(busy), cores: 2 });
+      drafts.push(draft);
+      const set: number[] = [];
+      let decodes = 0;
+      const undo = spyOnBinding(draftContext(draft), (method, args) => {
+        if (method === "setThreads") set.push(args[0] as number);
+        if (method === "decodeBatch") decodes++;
+      });
+      try {
+        for (let i = 0; i < 3; i++) expect(await draft.draft(0, i === 0 ? prompt : [...prompt, ...greedy.slice(0, i)], 8)).toEqual(greedy.slice(i, i + 8));
+      } finally {
+        undo();
+      }
+      expect(set).toHaveLength(decodes);
+      return set;
+    };
+    // Quiet: the prompt with both threads; a lone draft's one-token decodes try both counts (LoneDecodeThreads).
+    const quiet = await threadsOf(0);
+    expect(quiet[0]).toBe(2);
+    expect(new Set(quiet)).toEqual(new Set([1, 2]));
+    // One of the two cores busy elsewhere: after the first reading of the machine (which starts its window),
+    // every decode with one thread.
+    const busy = await threadsOf(1);
+    expect(busy.length).toBeGreaterThan(8);
+    expect(new Set(busy.slice(1))).toEqual(new Set([1]));
   });
 
   it("a model of another vocabulary is refused at load, saying why", async () => {
