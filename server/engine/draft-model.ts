@@ -264,9 +264,15 @@ export class DraftModel implements DraftSource {
         return { writing, token: token as Token, sure: confidence >= this.minConfidence, ends };
       }),
     );
+    // A draft ends at the first token the draft model is unsure of, unless a draft written beside it goes on
+    // for sure: then it goes on too, as long as one does. Its guesses then fill the positions of the step's
+    // pass that the longer draft makes anyway (with one KV cache per sequence, llama.cpp decodes a step in
+    // passes of as many tokens of each sequence, step-costs.ts microBatches): ended there, the step would have
+    // been two passes, or its price would have cut every draft to the shortest (docs/performance.md section 46).
+    const goesOn = samples.some((x) => x !== null && x.sure && !x.ends);
     for (const x of samples) {
       if (x === null) continue;
-      if (x.token < 0 || !x.sure) {
+      if (x.token < 0 || (!x.sure && !goesOn)) {
         this.finish(x.writing);
         continue;
       }

@@ -227,6 +227,21 @@ describe("speculation with a draft model (--draft-model)", () => {
     expect(sizes).toEqual([prompts[0]!.length + prompts[1]!.length, ...Array(7).fill(2)]);
   });
 
+  it("a draft the model is unsure of goes on while one written beside it is sure (its guesses fill the step's pass), and ends with it", async () => {
+    // The tiny model's greedy tokens come with these probabilities, whatever the prompt: 0.94 0.58 0.47 0.47
+    // 0.47 0.47 0.77 0.51 0.51 ...; sure from 0.55.
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const greedy = (await run(null, prompt, { temperature: 0 }, 10)).tokens;
+    const later = [...prompt, ...greedy.slice(0, 6)];
+    const alone = await draftOf(inject("tinyModelPath"), 0.55);
+    expect(await alone.draft(0, prompt, 8)).toEqual(greedy.slice(0, 2));
+    expect(await alone.draft(1, later, 8)).toEqual(greedy.slice(6, 7));
+    // Together: the second draft's unsure token (0.51) is written while the first's (0.58) is sure; the next
+    // round neither is sure, and both end.
+    const together = await draftOf(inject("tinyModelPath"), 0.55);
+    expect(await Promise.all([together.draft(0, prompt, 8), together.draft(1, later, 8)])).toEqual([greedy.slice(0, 2), greedy.slice(6, 8)]);
+  });
+
   it("one draft after another, each asked for as the last one is handed over: each is written (none waits for rounds that have ended)", async () => {
     const draft = await draftOf(inject("tinyModelPath"), DRAFT_MIN_CONFIDENCE);
     const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
