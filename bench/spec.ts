@@ -474,7 +474,8 @@ function report(groups: GroupResult[]): string {
   const lines: string[] = [];
   const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
   const threadCounts = [...new Set(groups.map((g) => g.threads))];
-  const peerName = `llama-server (${peerSpec.join(" ")})`;
+  // The draft workload's llama-server drafts with the draft model (-md), whatever --peer-spec says.
+  const peerName = workloads.every((w) => w === "draft") ? "llama-server (-md DRAFT --spec-type draft-simple)" : workloads.includes("draft") ? `llama-server (${peerSpec.join(" ")}; the draft workload's: -md DRAFT --spec-type draft-simple)` : `llama-server (${peerSpec.join(" ")})`;
   for (const threads of threadCounts) {
     const mine = groups.filter((g) => g.threads === threads);
     const series = (w: Workload, s: ServerName) => mine.find((g) => g.results[w])?.results[w]?.[s];
