@@ -94,9 +94,10 @@ ${ENGINE_USAGE}
 The server runs the model with llama.cpp through node-llama-cpp, whose prebuilt CPU binaries come from an
 older compiler. \`svc engine build\` compiles them again on this machine from the same llama.cpp source
 (Linux; needs cmake, make, git, patch and a C++ compiler: \`sudo apt-get install cmake build-essential git
-patch\`; about 10 minutes on 2 cores), with five changes of ours to node-llama-cpp: llama.cpp's worker
+patch\`; about 10 minutes on 2 cores), with six changes of ours to node-llama-cpp: llama.cpp's worker
 threads are kept from one token to the next, a lone answer's tokens are decoded and sampled by a thread of
-their own, several answers' tokens are sampled in the job that decodes them, a step of a few answers
+their own, several answers' tokens are sampled in the job that decodes them, a draft model's drafts are
+written in one job, a step of a few answers
 multiplies each weight row by all of their tokens at once, and a step's few tokens of one answer (its
 guesses) attend to the context together. On a 2-core Zen 4 such a build read prompts 1.7
 to 1.9 times as fast as the prebuilt binaries, generated one answer faster than llama.cpp's own
@@ -105,7 +106,7 @@ portable like them (a library per CPU family, the right one chosen at load) and 
 server's next start.
 
 Where the server runs CUDA or Vulkan (or with --gpu cuda|vulkan), \`svc engine build\` compiles only
-node-llama-cpp's addon with the first three changes, against that backend's prebuilt llama.cpp libraries:
+node-llama-cpp's addon with the first four changes, against that backend's prebuilt llama.cpp libraries:
 about 15 seconds, no CUDA or Vulkan SDK. --addon-only does the same for the CPU's prebuilt libraries (the
 addon's paths without the faster kernels; the full build is preferred where both exist).
 /health says which runs ("gpu": {"build": "local", "local_build": "full"}, "addon" for the addon alone, or

@@ -1,3 +1,6 @@
+// Why one file (over 400 lines): it is one draft model's state, its sequences and what each holds, the drafts
+// being written and the rounds that write them (in JavaScript, or in one job of the engine build's addon), and
+// the long prompts read between rounds; each part reads and changes what the others keep.
 // Speculation's draft model (issue 44, `--draft-model`): a small GGUF with the served model's vocabulary,
 // loaded beside it with a context of its own, which guesses the next tokens of an answer by writing them
 // greedily. The slot loop checks the guesses against the served model in the step that decodes the sampled
@@ -73,6 +76,21 @@ interface DraftBinding {
   setThreads(threads: number): void;
   removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
   sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, unknown?, number?]>;
+  /**
+   * Only in `svc engine build`'s binaries (resources/engine-native/draft-rounds.cpp): every round of these
+   * drafts in one job, each next token the most likely one, by `round`'s rules. Per draft: the tokens its
+   * sequence read (its feed, then the guesses decoded after it), then its guesses. Threads 0: the context's.
+   */
+  draftRounds?(
+    sequenceIds: Uint32Array,
+    positions: Uint32Array,
+    feed: Uint32Array,
+    feedLengths: Uint32Array,
+    maxGuesses: Uint32Array,
+    minConfidence: number,
+    firstThreads: number,
+    nextThreads: number,
+  ): Promise<number[][]>;
 }
 
 interface Sampler {
@@ -221,7 +239,9 @@ export class DraftModel implements DraftSource {
           for (const w of this.writings.splice(0)) w.done([]);
           break;
         }
-        if (this.writings.length > 0) await this.round();
+        if (this.writings.length > 0) {
+          if (!(await this.nativeRounds())) await this.round();
+        }
         else {
           const behind = [...this.sequences.values()].find((s) => s.catchUp.length > 0);
           if (!behind) break;
@@ -280,6 +300,54 @@ export class DraftModel implements DraftSource {
       if (x.ends) this.finish(x.writing);
       else x.writing.feed = [x.token];
     }
+  }
+
+  /**
+   * With `svc engine build`'s binaries: every round of the drafts being written, all new (none has a guess
+   * yet) and read in one batch, in one job (draftRounds); false where it cannot (the prebuilt binaries, or
+   * drafts that `round` has started). A draft asked for meanwhile waits for the job. Its decodes take the
+   * policy's batch count for the first round and the count of a round of as many tokens as drafts for the
+   * others; a lone draft's job is counted as lone decodes of its mean round's time.
+   */
+  private async nativeRounds(): Promise<boolean> {
+    const binding = this.binding();
+    const writings = [...this.writings].sort((a, b) => a.sequence.id - b.sequence.id);
+    const size = writings.reduce((n, w) => n + w.feed.length, 0);
+    if (!binding.draftRounds || writings.some((w) => w.guesses.length > 0) || size > this.context.batchSize) return false;
+    const first = this.threads?.forBatch(size) ?? 0;
+    const next = this.threads?.forBatch(writings.length) ?? 0;
+    const started = performance.now();
+    let written: number[][];
+    try {
+      written = await binding.draftRounds(
+        Uint32Array.from(writings, (w) => w.sequence.id),
+        Uint32Array.from(writings, (w) => w.sequence.held.length),
+        Uint32Array.from(writings.flatMap((w) => w.feed)),
+        Uint32Array.from(writings, (w) => w.feed.length),
+        Uint32Array.from(writings, (w) => w.max),
+        this.minConfidence,
+        first,
+        next,
+      );
+    } catch {
+      // What the job decoded before it failed is unknown: the sequences are read again from the start.
+      for (const w of writings) {
+        binding.removeTokenCellsFromSequence(w.sequence.id, 0, w.sequence.held.length + w.feed.length + w.max);
+        w.sequence.held.length = 0;
+        this.finish(w);
+      }
+      return true;
+    }
+    writings.forEach((w, i) => {
+      const [read = 0, ...guesses] = written[i] ?? [];
+      w.sequence.held.push(...([...w.feed, ...guesses] as Token[]).slice(0, read));
+      w.feed = [];
+      w.guesses = guesses as Token[];
+      this.finish(w);
+    });
+    const rounds = Math.max(1, ...written.map((g) => g.length - 1));
+    if (this.threads && writings.length === 1) this.threads.decoded(1, next, (performance.now() - started) / rounds);
+    return true;
   }
 
   /** Reads a chunk of a long prompt (no logits): between rounds, when no draft is being written. */

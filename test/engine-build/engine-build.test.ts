@@ -77,6 +77,7 @@ type SoloFacts = { build: string } & Partial<
       slowTogether: { slowSteps: number; [fact: string]: unknown };
       speculation: { paths: Record<string, boolean> } & Record<"greedy" | "seeded", { sameTokens: boolean; sameState: boolean; drafted: number; accepted: number }>;
       echoSolo: { tokens: number; accepted: number; runs: number };
+      draft: Record<"draftRounds" | "sure" | "next" | "alone" | "together", boolean> & { decodes: number };
     }
 >;
 function soloSteps(): SoloFacts {
@@ -225,6 +226,9 @@ describe("svc engine build", () => {
     // 32 first), and no solo run between them (each cost two handovers of the context: performance.md section 42).
     expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
     expect(solo.echoSolo!.accepted).toBeGreaterThanOrEqual(85);
+    // draft-rounds.cpp: a draft model's rounds in one job, none through the decodes of node-llama-cpp's
+    // binding, with the guesses and the rules of the JavaScript rounds (test/e2e/draft-model.test.ts).
+    expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true });
 
     if (!hadBuild) {
       expect(threadsBefore.build).toBe("prebuilt");
@@ -304,6 +308,7 @@ describe("svc engine build, the addon alone", () => {
       expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
       expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
       expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
+      expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true });
 
       // GPU backends: the addon compiled against their prebuilt libraries (no CUDA or Vulkan SDK here, nor a GPU).
       for (const backend of ["vulkan", "cuda"] as const) {

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { ECHO_MODEL, echoAnswer, ensureEchoModel } from "../../bench/spec-model.js";
+import { writeTinyModel } from "../../resources/test-model/cli.js";
+import { DraftModel } from "../../server/engine/draft-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
 import { keepAllGuesses } from "./step-costs.js";
@@ -276,6 +278,51 @@ const results: Record<string, unknown> = { build: "local" };
   sequence.dispose();
   await echoContext.dispose();
   await echoModel.dispose();
+}
+
+{
+  // draft-rounds.cpp: a draft model's rounds in one job (draft-model.ts nativeRounds). The tiny model drafting
+  // for itself, whose greedy tokens come with these probabilities whatever the prompt: 0.94 0.58 0.47 0.47
+  // 0.47 0.47 0.77 0.51 0.51; the job's guesses are its greedy answer's, cut by the JavaScript rounds' rules.
+  const tinyPath = writeTinyModel();
+  const tiny = await llama.loadModel({ modelPath: tinyPath, gpuLayers: 0 });
+  const target = { model: tiny, context: await tiny.createContext({ contextSize: 2048, sequences: 2, threads: 1 }) };
+  const ask = tiny.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+  const reference = target.context.getSequence();
+  const greedy: Token[] = [];
+  for await (const t of reference.evaluate(ask, { temperature: 0 })) if (greedy.push(t) >= 10) break;
+  reference.dispose();
+  const drafts: DraftModel[] = [];
+  const draftCalls: Record<string, number> = {};
+  const load = async (minConfidence: number) => {
+    const draft = await DraftModel.load({ llama, modelPath: tinyPath, target, threads: 1, minConfidence });
+    drafts.push(draft);
+    spyOnBinding((draft as unknown as { context: object }).context, (method) => {
+      draftCalls[method] = (draftCalls[method] ?? 0) + 1;
+    });
+    return draft;
+  };
+  const sure = await load(0.3);
+  const long = await sure.draft(0, ask, 8);
+  // After the served model kept four of them: the next draft reads the two tokens new to it.
+  const next = await sure.draft(0, [...ask, ...greedy.slice(0, 4)], 4);
+  // Sure from 0.55: alone, one ends at its third token (0.47), one started later at its second (0.51);
+  // together, the later one's unsure token is written beside the other's sure one, and both end after.
+  const later = [...ask, ...greedy.slice(0, 6)];
+  const unsure = await load(0.55);
+  const alone = [await unsure.draft(0, ask, 8), await unsure.draft(1, later, 8)];
+  const together = await Promise.all([(await load(0.55)).draft(0, ask, 8), drafts.at(-1)!.draft(1, later, 8)]);
+  results.draft = {
+    draftRounds: (draftCalls.draftRounds ?? 0) > 0,
+    decodes: draftCalls.decodeBatch ?? 0,
+    sure: same(long, greedy.slice(0, 8)),
+    next: same(next, greedy.slice(4, 8)),
+    alone: same(alone, [greedy.slice(0, 2), greedy.slice(6, 7)]),
+    together: same(together, [greedy.slice(0, 2), greedy.slice(6, 8)]),
+  };
+  for (const d of drafts) await d.close();
+  await target.context.dispose();
+  await tiny.dispose();
 }
 
 console.log(JSON.stringify(results));

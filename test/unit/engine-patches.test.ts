@@ -81,7 +81,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
-    expect(nativeSourceFiles()).toEqual(["solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
+    expect(nativeSourceFiles()).toEqual(["draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
       .split("\n")
@@ -101,7 +101,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(cpp).toContain("ctx->ensureThreadpool(); // svc-desktop (svc/threadpool.cpp)");
     expect(cpp).toContain("stopSoloAndWait(); // svc-desktop (svc/solo-loop.cpp)");
     expect(cpp).toContain("freeThreadpool(); // svc-desktop (svc/threadpool.cpp)");
-    for (const method of ["decodeBatchAndSample", "runSolo", "soloAsk", "soloStop"]) expect(cpp).toContain(`InstanceMethod("${method}", &AddonContext::`);
+    for (const method of ["decodeBatchAndSample", "draftRounds", "runSolo", "soloAsk", "soloStop"]) expect(cpp).toContain(`InstanceMethod("${method}", &AddonContext::`);
     expect(header).toContain('#include "svc/svc-context.h"');
     expect(header).toContain("ggml_threadpool* threadpool = nullptr;");
     // Our code, where node-llama-cpp's CMake compiles it (llama/addon/*/*.cpp), defining what the hooks call.
@@ -118,6 +118,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(native("solo-loop.cpp")).toContain("std::chrono::milliseconds(deliverMs)");
     expect(native("step-sampling.cpp")).toContain("class AddonContextDecodeAndSampleWorker");
     expect(native("step-sampling.cpp")).toContain("Napi::Value AddonContext::DecodeBatchAndSample(const Napi::CallbackInfo& info)");
+    expect(native("draft-rounds.cpp")).toContain("Napi::Value AddonContext::DraftRounds(const Napi::CallbackInfo& info)");
     // sgemm-few-columns.patch: llama.cpp's matrix code for F32/F16/BF16 weights (tinyBLAS) and for Q8_0,
     // Q4_0, Q5_0 and IQ4_NL (tinyBLAS_Q0_AVX) takes 2 to 6 columns (a step of a few sequences) one weight
     // row at a time, on x86.
