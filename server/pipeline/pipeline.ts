@@ -32,6 +32,8 @@ export interface InferenceStream extends AsyncIterable<InferenceEvent> {
   readonly first: Extract<InferenceEvent, { type: "start" }>;
   /** How long the run waited for a sequence, ms. */
   readonly queuedMs: number;
+  /** When the scheduler gave it the sequence (performance.now()): before the engine's first event. */
+  readonly grantedAt: number;
 }
 
 /** Who runs an inference and how it may be stopped. */
@@ -116,6 +118,7 @@ export class InferencePipeline {
     const plan = planComplexity(resolved, estimateTokens(resolved.messages, resolved.tools));
     const engineRequest = toEngineRequest(resolved, plan.budget);
     const ticket = await this.scheduler.acquire({ accountId: options.accountId, workClass: options.workClass ?? "interactive", signal });
+    const grantedAt = performance.now();
     let events: AsyncGenerator<EngineEvent, void, void>;
     let first: IteratorResult<EngineEvent, void>;
     try {
@@ -137,6 +140,7 @@ export class InferencePipeline {
     return {
       first: start,
       queuedMs: ticket.waitedMs,
+      grantedAt,
       async *[Symbol.asyncIterator]() {
         yield start;
         // An answer that may be withheld (abstain_below, strict refusal mode) is held back until its

@@ -222,8 +222,10 @@ describe("interactive work during a batch", () => {
       .all(id) as Array<{ idx: number; started_at: number; ended_at: number }>;
     db.close();
     for (const trial of trials) {
-      // The batch request holding the sequence while the interactive one waited: the first to end after.
-      const holder = timeline.filter((r) => r.ended_at >= trial.waitingSeen).sort((a, b) => a.ended_at - b.ended_at)[0]!;
+      // The batch request holding the sequence while the interactive one waited: the last given it before
+      // (started_at is when the scheduler gave it; ended_at, when its result was stored, comes a little after
+      // it gave the sequence back, so the first to end after is not always the one holding it).
+      const holder = timeline.filter((r) => r.started_at <= trial.waitingSeen).at(-1)!;
       const startedMeanwhile = timeline.filter((r) => r.idx !== holder.idx && r.started_at > trial.waitingSeen && r.started_at <= trial.firstEvent);
       expect(startedMeanwhile, JSON.stringify({ trial, holder })).toEqual([]);
       // ...and the next batch request started only once the interactive one had started.

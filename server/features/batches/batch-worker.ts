@@ -157,7 +157,9 @@ export class BatchWorker {
       const decoded = decodeMessagesRequest(JSON.parse(claimed.params));
       envelope = { id: newId("msg_"), model: decoded.model, thinkingDisplay: decoded.thinkingDisplay };
       const stream = await this.pipeline.open(decoded.inference, { signal, accountId: claimed.accountId, workClass: "batch" });
-      startedAt = this.now();
+      // When it was given the sequence, not when its first event came (the prompt read, a trip to the engine
+      // process): the order of the requests that held the sequence, as the scheduler gave it.
+      startedAt = Math.round(this.now() - Math.max(0, performance.now() - stream.grantedAt));
       for await (const event of stream) if (event.type === "done") result = event.result;
     } catch (err) {
       failure = err;
