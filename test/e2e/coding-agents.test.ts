@@ -310,7 +310,9 @@ describe.skipIf(!version)("Codex CLI (wire_api responses, the documented setup)"
         expectCompletedTurn(await runCodex(["resume", "--last", "Now say goodbye."]));
         const second = proxy.inferences()[before]!;
         const usage = promptUsage(second)!;
-        expect(usage.cached / usage.prompt, JSON.stringify(usage)).toBeGreaterThanOrEqual(0.9);
+        // Said on failure: every inference of both turns (a first turn whose answer called a tool has more than one).
+        const all = proxy.inferences().map((x) => ({ ...promptUsage(x), output: Number(/"output_tokens":(\d+)/.exec(x.responseBody)?.[1]), input: inputTypes(x) }));
+        expect(usage.cached / usage.prompt, JSON.stringify({ usage, before, all })).toBeGreaterThanOrEqual(0.9);
 
         // A long session: past the compaction limit, Codex compacts before the turn. A provider named OpenAI
         // takes the remote path: the request ends with a compaction_trigger item and gets one compaction item.
