@@ -17,10 +17,10 @@
 #include "../addonGlobals.h"
 #include "../AddonModel.h"
 #include "../AddonContext.h"
+#include "context-job.h"
 
-class AddonContextDraftRoundsWorker : public Napi::AsyncWorker {
+class AddonContextDraftRoundsWorker : public svc::ContextJob {
     public:
-        AddonContext* ctx;
         std::vector<int32_t> sequenceIds;
         std::vector<int32_t> positions;
         std::vector<std::vector<llama_token>> feeds;
@@ -42,29 +42,16 @@ class AddonContextDraftRoundsWorker : public Napi::AsyncWorker {
             int32_t firstThreads,
             int32_t nextThreads
         )
-            : Napi::AsyncWorker(env, "AddonContextDraftRoundsWorker"),
-              ctx(ctx),
+            : svc::ContextJob(env, "AddonContextDraftRoundsWorker", ctx),
               sequenceIds(std::move(sequenceIds)),
               positions(std::move(positions)),
               feeds(std::move(feeds)),
               maxGuesses(std::move(maxGuesses)),
               minConfidence(minConfidence),
               firstThreads(firstThreads),
-              nextThreads(nextThreads),
-              deferred(Napi::Promise::Deferred::New(env)) {
-            ctx->Ref();
-        }
-        ~AddonContextDraftRoundsWorker() {
-            ctx->Unref();
-        }
-
-        Napi::Promise GetPromise() {
-            return deferred.Promise();
-        }
+              nextThreads(nextThreads) {}
 
     protected:
-        Napi::Promise::Deferred deferred;
-
         void Execute() {
             const size_t n = sequenceIds.size();
             size_t total = 0;
@@ -161,9 +148,6 @@ class AddonContextDraftRoundsWorker : public Napi::AsyncWorker {
                 result.Set((uint32_t) i, one);
             }
             deferred.Resolve(result);
-        }
-        void OnError(const Napi::Error& err) {
-            deferred.Reject(err.Value());
         }
 };
 

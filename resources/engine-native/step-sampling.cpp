@@ -16,6 +16,7 @@
 #include "../AddonModel.h"
 #include "../AddonSampler.h"
 #include "../AddonContext.h"
+#include "context-job.h"
 
 // A step's decode and the samplings of its tokens in one job. With
 // node-llama-cpp's binding a step takes a trip through the libuv pool and back to JavaScript for the decode,
@@ -23,38 +24,27 @@
 // thread and the JavaScript thread wake up two times more than the work needs. Here the job that decodes
 // the batch samples each listed logit with its sampler right after (the settings JavaScript applied to the
 // sampler), as llama-server's slot loop does, and resolves with the tokens (-1 where sampling failed).
-class AddonContextDecodeAndSampleWorker : public Napi::AsyncWorker {
+class AddonContextDecodeAndSampleWorker : public svc::ContextJob {
     public:
-        AddonContext* ctx;
         std::vector<int32_t> logitIndexes;
         std::vector<AddonSampler*> samplers;
         std::vector<int32_t> tokens;
 
         AddonContextDecodeAndSampleWorker(const Napi::Env& env, AddonContext* ctx, std::vector<int32_t> logitIndexes, std::vector<AddonSampler*> samplers)
-            : Napi::AsyncWorker(env, "AddonContextDecodeAndSampleWorker"),
-              ctx(ctx),
+            : svc::ContextJob(env, "AddonContextDecodeAndSampleWorker", ctx),
               logitIndexes(std::move(logitIndexes)),
-              samplers(std::move(samplers)),
-              deferred(Napi::Promise::Deferred::New(env)) {
-            ctx->Ref();
+              samplers(std::move(samplers)) {
             for (auto* sampler : this->samplers) {
                 sampler->Ref();
             }
         }
-        ~AddonContextDecodeAndSampleWorker() {
+        ~AddonContextDecodeAndSampleWorker() override {
             for (auto* sampler : samplers) {
                 sampler->Unref();
             }
-            ctx->Unref();
-        }
-
-        Napi::Promise GetPromise() {
-            return deferred.Promise();
         }
 
     protected:
-        Napi::Promise::Deferred deferred;
-
         void Execute() {
             try {
                 ctx->sharedSamplerData.gotLogit = false;
@@ -108,9 +98,6 @@ class AddonContextDecodeAndSampleWorker : public Napi::AsyncWorker {
                 result.Set((uint32_t) i, Napi::Number::New(Env(), tokens[i]));
             }
             deferred.Resolve(result);
-        }
-        void OnError(const Napi::Error& err) {
-            deferred.Reject(err.Value());
         }
 };
 

@@ -81,7 +81,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
-    expect(nativeSourceFiles()).toEqual(["draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
+    expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
       .split("\n")
