@@ -330,10 +330,8 @@ export class DraftModel implements DraftSource {
         next,
       );
     } catch {
-      // What the job decoded before it failed is unknown: the sequences are read again from the start.
       for (const w of writings) {
-        binding.removeTokenCellsFromSequence(w.sequence.id, 0, w.sequence.held.length + w.feed.length + w.max);
-        w.sequence.held.length = 0;
+        this.empty(w.sequence, w.sequence.held.length + w.feed.length + w.max);
         this.finish(w);
       }
       return true;
@@ -354,7 +352,7 @@ export class DraftModel implements DraftSource {
   private async readChunk(sequence: DraftSequence): Promise<void> {
     const tokens = sequence.catchUp.slice(0, Math.min(DRAFT_CATCH_UP_TOKENS, this.context.batchSize));
     const ok = (await this.decode([{ sequence, tokens, logit: false }])) !== null;
-    sequence.catchUp = ok ? sequence.catchUp.slice(tokens.length) : [];
+    if (ok) sequence.catchUp = sequence.catchUp.slice(tokens.length);
   }
 
   /**
@@ -378,13 +376,19 @@ export class DraftModel implements DraftSource {
       for (const p of parts) p.sequence.held.push(...p.tokens);
       return logits;
     } catch {
-      for (const p of parts) {
-        binding.removeTokenCellsFromSequence(p.sequence.id, 0, p.sequence.held.length + p.tokens.length);
-        p.sequence.held.length = 0;
-        p.sequence.catchUp = [];
-      }
+      for (const p of parts) this.empty(p.sequence, p.sequence.held.length + p.tokens.length);
       return null;
     }
+  }
+
+  /**
+   * After a failed decode (what it wrote before it failed is unknown): the sequence's cells up to `end` out of
+   * the cache, nothing held and nothing left to read, so that its next draft reads it again from the start.
+   */
+  private empty(sequence: DraftSequence, end: number): void {
+    this.binding().removeTokenCellsFromSequence(sequence.id, 0, end);
+    sequence.held.length = 0;
+    sequence.catchUp = [];
   }
 
   private finish(writing: Writing): void {
