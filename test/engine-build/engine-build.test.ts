@@ -86,6 +86,13 @@ function soloSteps(): SoloFacts {
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as SoloFacts;
 }
 
+/** A token's logits in steps of each shape (test/support/logits-invariance.ts), in a fresh process. */
+function logitsInvariance(): { build: string } & Record<string, unknown> {
+  const run = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "test", "support", "logits-invariance.ts")], { encoding: "utf8", cwd: ROOT });
+  expect(run.status, run.stderr.slice(-2000)).toBe(0);
+  return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as { build: string } & Record<string, unknown>;
+}
+
 /** The tiny model with Q8_0 layer matrices, written once to a temporary folder. */
 function tinyQ8Model(): string {
   const dir = mkdtempSync(join(tmpdir(), "svc-q8-model-"));
@@ -229,6 +236,13 @@ describe("svc engine build", () => {
     // draft-rounds.cpp: a draft model's rounds in one job, none through the decodes of node-llama-cpp's
     // binding, with the guesses and the rules of the JavaScript rounds (test/e2e/draft-model.test.ts).
     expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true });
+    // flash-attn-few-queries.patch and sgemm-few-columns.patch: a token's logits are the same to the bit in a
+    // step of any shape (alone at 1 or 2 threads, with 16 guesses after it, beside other sequences' tokens, with
+    // guesses beside them), at heads of 64 and 128 values, past 512 tokens of context; so a guess is kept exactly
+    // where the model alone writes it. (llama.cpp's own kernels sum a lone token's attention and matrix
+    // products in other orders: docs/performance.md section 47.)
+    const every = { logits: true, aloneTwoThreads: true, withGuesses: true, besideOthers: true, besideOthersWithGuesses: true };
+    expect(logitsInvariance()).toEqual({ build: "local", heads64: every, heads128: every });
 
     if (!hadBuild) {
       expect(threadsBefore.build).toBe("prebuilt");

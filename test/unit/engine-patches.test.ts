@@ -120,11 +120,14 @@ describe("node-llama-cpp addon patches", () => {
     expect(native("step-sampling.cpp")).toContain("Napi::Value AddonContext::DecodeBatchAndSample(const Napi::CallbackInfo& info)");
     expect(native("draft-rounds.cpp")).toContain("Napi::Value AddonContext::DraftRounds(const Napi::CallbackInfo& info)");
     // sgemm-few-columns.patch: llama.cpp's matrix code for F32/F16/BF16 weights (tinyBLAS) and for Q8_0,
-    // Q4_0, Q5_0 and IQ4_NL (tinyBLAS_Q0_AVX) takes 2 to 6 columns (a step of a few sequences) one weight
-    // row at a time, on x86.
+    // Q4_0, Q5_0 and IQ4_NL (tinyBLAS_Q0_AVX) takes 1 to 6 columns (a step of one or a few sequences) one
+    // weight row at a time, on x86, a lone column too (not llama.cpp's vec_dot, which sums in another order).
     const sgemm = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"), "utf8");
     expect(sgemm).toContain("case 4: gemv<4>(m); return true;");
     expect(sgemm).toContain("case 4: gemv<4>(m); return;");
+    expect(sgemm).toContain("case 1: gemv<1>(m); return true;");
+    expect(sgemm).toContain("case 1: gemv<1>(m); return;");
+    expect(sgemm).toContain("#if !defined(__MMA__) && !defined(__AVX__) && !defined(__AVX2__) && !defined(__AVX512F__)\n    if (n < 2)");
     expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
     // amx-tile-config.patch: the AMX kernels' tile configuration is a constant, not stores on the stack that
     // GCC 12 drops as dead (then the first tile instruction of a quantized matrix product raises SIGILL).
@@ -132,11 +135,13 @@ describe("node-llama-cpp addon patches", () => {
     expect(mmq).toContain("alignas(64) static constexpr tile_config_t tc = [] {");
     expect(mmq).not.toContain("alignas(64) tile_config_t tc = {};");
     expect(mmq.split("_tile_loadconfig(&tc);").length).toBe(2);
-    // flash-attn-few-queries.patch: llama.cpp's CPU flash attention takes a few queries of one sequence (2 to
-    // 63; from 16 with heads under 128 values) over the keys together, one head at a time.
+    // flash-attn-few-queries.patch: llama.cpp's CPU flash attention takes every sequence's queries below the
+    // tiled kernel's 64 (a lone token too, before llama.cpp's split of its keys between threads) over the keys
+    // together, one head at a time: the same sums for a token whatever the step holds.
     const ops = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"), "utf8");
     expect(ops).toContain("static void ggml_compute_forward_flash_attn_ext_f16_rows(");
-    expect(ops).toContain("neq1 >= (DK >= 128 ? 2 : 16) && groups >= nth");
+    expect(ops).toContain("if (!use_ref && neq1 < (int64_t) ggml_fa_tile_config::Q &&");
+    expect(ops.indexOf("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);")).toBeLessThan(ops.indexOf("const bool use_split_kv_path"));
     expect(ops.split("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);").length).toBe(2);
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
