@@ -9,7 +9,7 @@ import type { TokenMetadata } from "./token-probabilities.js";
 
 /**
  * Speculation backs off when the context is busy: the guessed tokens of one batch, at most this many, are
- * shared among the evaluations on the loop (16 each for four; a lone one may take all 64 from prompt lookup), so
+ * shared among the evaluations on the loop (16 each for four; a lone one may take STEP_GUESSES_MAX), so
  * that the steps of several streams do not grow into a prompt's batch. The step then keeps what its measured
  * costs say is worth it (step-costs.ts). On a CPU larger steps cost less a token up to 20 to 30 tokens and
  * about the same beyond: with guesses 16 at most and 64 a batch instead of 8 and 32, bench:spec's echo
@@ -17,6 +17,13 @@ import type { TokenMetadata } from "./token-probabilities.js";
  * section 33); 32 a batch against 16 had given four streams 1.11.
  */
 export const SPECULATION_BATCH_GUESSES = 64;
+/**
+ * One sequence's guesses in a step, at most: with its token, fewer than the 64 queries of a sequence from
+ * which llama.cpp's flash attention takes its tiled kernel, whose sums differ from a lone token's. Below that,
+ * `svc engine build`'s kernel gives a token the same logits in a step of any shape, so a kept guess is the token
+ * the model writes alone (docs/performance.md section 47).
+ */
+export const STEP_GUESSES_MAX = 62;
 /**
  * And by how often its guesses are kept. Each guessed position costs a token of the batch, and the i-th guess
  * of a step is kept with about keepRate^i (every guess before it must be right): a step guesses only as far
@@ -200,7 +207,7 @@ export class Guesser {
       return [];
     }
     const most = this.draftModel ? DRAFT_MODEL_MAX_GUESSES : PROMPT_LOOKUP_DEFAULTS.maxDraft;
-    const maxDraft = Math.min(most, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
+    const maxDraft = Math.min(most, STEP_GUESSES_MAX, Math.floor(SPECULATION_BATCH_GUESSES / Math.max(1, live)), limit, length);
     if (maxDraft <= 0) return [];
     // A copy: the draft model reads it later, when the sequence may have changed.
     if (this.draftModel) return this.draftModel.draft(this.sequenceId, [...(context as readonly Token[]), token], maxDraft);

@@ -1,7 +1,7 @@
 // Speculation's guessing policy for one evaluation (server/engine/speculation.ts): how far a step guesses, how
 // that follows what verifications kept, and where a new evaluation starts (the loop's recent keep rate).
 import { describe, expect, it } from "vitest";
-import { guessLength, Guesser, KeepRateHistory, SPECULATION_FIRST_KEEP_RATE, SPECULATION_SOLO_AFTER } from "../../server/engine/speculation.js";
+import { guessLength, Guesser, KeepRateHistory, SPECULATION_FIRST_KEEP_RATE, SPECULATION_SOLO_AFTER, STEP_GUESSES_MAX } from "../../server/engine/speculation.js";
 import type { Token } from "node-llama-cpp";
 
 /** A context that repeats 0..29 twice, so that prompt lookup can guess 16 tokens after any of them. */
@@ -9,6 +9,20 @@ const context = [...Array.from({ length: 30 }, (_, i) => i), ...Array.from({ len
 const next = 10 as Token;
 
 describe("Guesser", () => {
+  it("a lone evaluation guesses at most STEP_GUESSES_MAX tokens a step: with its token, fewer than the 64 queries where llama.cpp's tiled attention (other sums) starts", () => {
+    // 0..199 twice: prompt lookup could continue for 190 tokens after the 10.
+    const long = [...Array.from({ length: 200 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => i)];
+    const guesser = new Guesser();
+    let longest = 0;
+    for (let step = 0; step < 12; step++) {
+      const guess = guesser.guess(long, next, 1000, 1) as Token[];
+      longest = Math.max(longest, guess.length);
+      guesser.checked(guess.length, guess.length);
+    }
+    expect(STEP_GUESSES_MAX).toBe(62);
+    expect(longest).toBe(STEP_GUESSES_MAX);
+  });
+
   it("with several evaluations on the loop, starts with one guess and guesses further as verifications keep them", () => {
     const guesser = new Guesser();
     const lengths: number[] = [];
