@@ -97,10 +97,10 @@ older compiler. \`svc engine build\` compiles them again on this machine from th
 patch\`; about 10 minutes on 2 cores), with six changes of ours to node-llama-cpp: llama.cpp's worker
 threads are kept from one token to the next, a lone answer's tokens are decoded and sampled by a thread of
 their own, several answers' tokens are sampled in the job that decodes them, a draft model's drafts are
-written in one job, a step of a few answers
-multiplies each weight row by all of their tokens at once, and a step's few tokens of one answer (its
-guesses) attend to the context together. On a 2-core Zen 4 such a build read prompts 1.7
-to 1.9 times as fast as the prebuilt binaries, generated one answer faster than llama.cpp's own
+written in one job, a step of a few answers multiplies each weight row by all of their tokens at once, and a
+step's few tokens of one answer (its guesses) attend to the context together, with the same sums as a
+token alone (speculation then never changes a greedy answer). On a 2-core Zen 4 such a build read prompts
+1.7 to 1.9 times as fast as the prebuilt binaries, generated one answer faster than llama.cpp's own
 llama-server on the same model file and four at once 1.2 to 1.9 times as fast (docs/performance.md). It is
 portable like them (a library per CPU family, the right one chosen at load) and runs the CPU from the
 server's next start.
