@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import { loadEngineBuild } from "../server/engine/engine-build.js";
 import { intoHugePages, transparentHugePageMode } from "../server/engine/huge-pages.js";
-import type { Binding as SlotLoopBinding } from "../server/engine/slot-loop.js";
+import type { Binding as SlotLoopBinding } from "../server/engine/context-binding.js";
 
 const { values } = parseArgs({
   options: {

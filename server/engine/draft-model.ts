@@ -30,6 +30,7 @@
 // waited at every operation for the one off its core (docs/performance.md section 45).
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
+import { newSampler, type Binding, type Sampler } from "./context-binding.js";
 import { CoreContention, DecodeThreads, type ThreadSplit } from "./thread-policy.js";
 
 /** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
@@ -66,36 +67,6 @@ export interface DraftModelOptions {
   contention?: CoreContention;
   /** Logical cores of the machine (default: what Node says this process may use). */
   cores?: number;
-}
-
-/** The calls on the draft context's native binding (node-llama-cpp's `_ctx`) the rounds make. */
-interface DraftBinding {
-  initBatch(size: number): void;
-  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-  decodeBatch(): Promise<void>;
-  setThreads(threads: number): void;
-  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
-  sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, unknown?, number?]>;
-  /**
-   * Only in `svc engine build`'s binaries (resources/engine-native/draft-rounds.cpp): every round of these
-   * drafts in one job, each next token the most likely one, by `round`'s rules. Per draft: the tokens its
-   * sequence read (its feed, then the guesses decoded after it), then its guesses. Threads 0: the context's.
-   */
-  draftRounds?(
-    sequenceIds: Uint32Array,
-    positions: Uint32Array,
-    feed: Uint32Array,
-    feedLengths: Uint32Array,
-    maxGuesses: Uint32Array,
-    minConfidence: number,
-    firstThreads: number,
-    nextThreads: number,
-  ): Promise<number[][]>;
-}
-
-interface Sampler {
-  applyConfig(config: unknown): void;
-  dispose(): void;
 }
 
 /** A sequence of the draft context: its id there, what its cells hold, and its greedy sampler. */
@@ -396,8 +367,8 @@ export class DraftModel implements DraftSource {
     writing.done(writing.guesses);
   }
 
-  private binding(): DraftBinding {
-    return (this.context as unknown as { _ctx: DraftBinding })._ctx;
+  private binding(): Binding {
+    return (this.context as unknown as { _ctx: Binding })._ctx;
   }
 
   private sequenceFor(sequenceId: number): DraftSequence | null {
@@ -408,8 +379,7 @@ export class DraftModel implements DraftSource {
         _sequenceId: number;
         _resolveSamplerConfig(options: { temperature: number }): unknown;
       };
-      const llama = this.model.llama as unknown as { _bindings: { AddonSampler: new (model: unknown) => Sampler } };
-      const sampler = new llama._bindings.AddonSampler((this.model as unknown as { _model: unknown })._model);
+      const sampler = newSampler(this.model);
       sampler.applyConfig(claimed._resolveSamplerConfig({ temperature: 0 }));
       sequence = { claimed, id: claimed._sequenceId, held: [], sampler, writing: null, catchUp: [] };
       this.sequences.set(sequenceId, sequence);

@@ -41,6 +41,7 @@
 import { createRequire } from "node:module";
 import { acquireLock, withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from "node-llama-cpp";
+import { newSampler, type Binding, type Sampler } from "./context-binding.js";
 import type { DraftSource } from "./draft-model.js";
 import { Guesser, isLookaheadBias, KeepRateHistory, predictionPrefix, takesGuesses, type SpeculationLookup } from "./speculation.js";
 import type { DecodeThreads } from "./thread-policy.js";
@@ -71,42 +72,6 @@ const UNIFIED_KV = false;
 /** Feeds up to this long count as a generation's step (batched first); longer ones are prompts, read in chunks. */
 export const MAX_STEP_FEED = 8;
 
-export interface Binding {
-  initBatch(size: number): void;
-  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-  decodeBatch(): Promise<void>;
-  /** The threads of the decodes from now on (DecodeThreads chooses them, thread-policy.ts). */
-  setThreads(threads: number): void;
-  /** Removes the sequence's cells in [start, end) from the KV cache (false where the cache cannot). */
-  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
-  /** With probabilities or confidence asked for: [token, [token, probability, ...]?, confidence?]. */
-  sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<number | [number, number[]?, number?]>;
-  /** Only in `svc engine build`'s binaries (resources/engine-native/solo-loop.cpp); see `solo` below. */
-  runSolo?(
-    sequenceId: number,
-    position: number,
-    feed: Uint32Array,
-    sampler: unknown,
-    maxPosition: number,
-    maxSamples: number,
-    askWaitMs: number,
-    allowFirst: number,
-    callback: (tokens: number[] | -1, decoded?: number, error?: string) => void,
-    ahead: number,
-    deliverMs: number,
-  ): void;
-  soloAsk?(asked: number, allow: number): void;
-  soloStop?(): void;
-  /**
-   * Only in `svc engine build`'s binaries (resources/engine-native/step-sampling.cpp): decodeBatch, then
-   * each listed logit sampled with its sampler in the same job; -1 where sampling failed. See `dispatch`.
-   */
-  decodeBatchAndSample?(logitIndexes: Uint32Array, samplers: unknown[]): Promise<number[]>;
-}
-interface Sampler {
-  applyConfig(config: unknown): void;
-  dispose(): void;
-}
 interface SequenceInternals {
   _sequenceId: number;
   _nextTokenIndex: number;
@@ -408,8 +373,7 @@ export class SlotLoop {
       return;
     }
     const internals = sequence as unknown as SequenceInternals;
-    const Sampler = (this.model as unknown as { _llama: { _bindings: { AddonSampler: new (model: unknown) => Sampler } } })._llama._bindings.AddonSampler;
-    const sampler = new Sampler((this.model as unknown as { _model: unknown })._model);
+    const sampler = newSampler(this.model);
     const fixed = samplesAhead(options, metadata);
     const track: Track = {
       sequence: internals,

@@ -10,15 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LlamaLogLevel } from "node-llama-cpp";
 import { ensurePeerModel } from "../../bench/peer-model.js";
+import { newSampler, type Binding } from "../../server/engine/context-binding.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 
-type Binding = {
-  initBatch(size: number): void;
-  addToBatch(sequenceId: number, position: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
-  decodeBatch(): Promise<void>;
-  setThreads(threads: number): void;
+/** The binding's sampleToken with its fifth argument: every logit (node-llama-cpp's addon). */
+type LogitsBinding = Omit<Binding, "sampleToken"> & {
   sampleToken(index: number, sampler: unknown, probabilities: boolean, confidence: boolean, logits: boolean): Promise<[number, unknown, unknown, number[]]>;
-  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
 };
 
 const dir = mkdtempSync(join(tmpdir(), "svc-logits-"));
@@ -39,9 +36,8 @@ async function shape(nHead: number): Promise<Record<string, boolean>> {
   const model = await llama!.loadModel({ modelPath, gpuLayers: 0 });
   const context = await model.createContext({ contextSize: 4 * 1024, sequences: 4, threads: 2 });
   const sequences = [0, 1, 2, 3].map(() => context.getSequence());
-  const binding = (context as unknown as { _ctx: Binding })._ctx;
-  const bindings = (llama as unknown as { _bindings: { AddonSampler: new (model: unknown) => unknown } })._bindings;
-  const sampler = new bindings.AddonSampler((model as unknown as { _model: unknown })._model) as { applyConfig(config: unknown): void };
+  const binding = (context as unknown as { _ctx: LogitsBinding })._ctx;
+  const sampler = newSampler(model);
   sampler.applyConfig((sequences[0] as unknown as { _resolveSamplerConfig(o: object): unknown })._resolveSamplerConfig({ temperature: 0 }));
   for (let s = 0; s < 4; s++) {
     const prompt = tokens(CONTEXT, s);
