@@ -41,6 +41,18 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A pause before each measure of servers that take turns. svc caps its decodes' threads at the cores other
+ * processes kept busy over its last quarter second (server/engine/thread-policy.ts CoreContention), and
+ * forgets what it saw once a second passes without a decode. Measured straight after another server's turn,
+ * svc saw that server's work as another process's load and ran its first quarter second or more on one
+ * thread of two: bench:spec's draft workload, one stream, against llama-server with nothing between them, had
+ * svc capped for most of each 0.2 s answer. A user's server does not follow another's turn.
+ */
+export async function settle(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+}
+
 /** Stops a server the bench started: SIGTERM, then SIGKILL after 10 s. */
 export function stopProcess(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { engineBuildOptions, findEngineBuilds } from "../server/engine/engine-build.js";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { freePort, gpuOption, offloadCheck, stopProcess, wordsText } from "./common.js";
+import { freePort, gpuOption, offloadCheck, settle, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 
@@ -287,11 +287,13 @@ let nonce = 1;
 const question = (tag: string) => [{ role: "user", content: `${tag} ${wordsText(12, nonce++)}` }];
 
 /**
- * On a GPU, a short answer right before a measure: a GPU left idle (the other server's turn, the GET
- * measure) clocks down, and the first server of a round then measured the clock's ramp, not itself (on an
- * H200 over Vulkan, whichever server went first ran at half the speed of the second). Nothing on the CPU.
+ * Before a measure: a pause (common.ts settle: svc would count the other server's turn as another process's
+ * load), and on a GPU a short answer: a GPU left idle (the other server's turn, the GET measure) clocks down,
+ * and the first server of a round then measured the clock's ramp, not itself (on an H200 over Vulkan,
+ * whichever server went first ran at half the speed of the second).
  */
 async function preroll(t: Target): Promise<void> {
+  await settle();
   if (gpu !== "cpu") await streamChat(t, question("pre-roll"), 16);
 }
 

@@ -31,7 +31,8 @@
 //   svc on    `svc serve` with SVC_SPECULATION unset (its default, prompt lookup)
 //   llama     llama-server with --peer-spec (default --spec-type ngram-simple, upstream's n-gram sizes)
 //   llama off llama-server without speculation (only with --peer-off)
-// Every measure alternates the servers' order round after round, so machine drift hits all alike. Requests
+// Every measure alternates the servers' order round after round, so machine drift hits all alike, after a
+// pause (common.ts settle: svc would count the server before it as another process's load). Requests
 // are greedy (temperature 0) with max_tokens fixed; neither model ever ends its turn early. Every answer of
 // svc on is compared with svc off's answer to the same prompt (lossless: byte-identical), and on the echo
 // model every answer with the text the model is built to write; a mismatch prints a MISMATCH line.
@@ -55,7 +56,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { chooseThreads } from "../server/engine/resource-plan.js";
-import { freePort, gpuOption, offloadCheck, stopProcess, wordsText } from "./common.js";
+import { freePort, gpuOption, offloadCheck, settle, stopProcess, wordsText } from "./common.js";
 import { ensureLlamaServer, ensureQuantized, PEER_CACHE, ROOT } from "./llama-server-build.js";
 import { ensurePeerModel, PEER_MODEL } from "./peer-model.js";
 import { ECHO_MODEL, ECHO_PERIOD, echoAnswer, ensureEchoModel } from "./spec-model.js";
@@ -440,6 +441,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
         const singleTexts: Partial<Record<ServerName, string[]>> = {};
         const messages = prompt(w, quoted(w), `request ${round + 1}`, 100 * round + 1);
         for (const t of order) {
+          await settle();
           const r = await single(t, messages, bodyOf(w));
           results[w][t.name]!.single.push(r.rate);
           results[w][t.name]!.answers.push(r.answer);
@@ -449,6 +451,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
         const concurrentTexts: Partial<Record<ServerName, string[]>> = {};
         const many = Array.from({ length: sequences }, (_, i) => prompt(w, quoted(w), `request ${round + 1}.${i + 1}`, 100 * round + 10 + i));
         for (const t of order) {
+          await settle();
           const r = await concurrent(t, many, bodyOf(w));
           results[w][t.name]!.concurrent.push(r.rate);
           results[w][t.name]!.concurrentAnswered.push(r.answered);
