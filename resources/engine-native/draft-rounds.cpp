@@ -10,6 +10,7 @@
 // next token itself: the most likely one (greedy: no sampler), with its probability as the confidence that
 // ends a draft, by the rules of draft-model.ts `round` (an unsure draft goes on while one beside it is sure).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ class AddonContextDraftRoundsWorker : public svc::ContextJob {
         int32_t nextThreads;
         std::vector<std::vector<llama_token>> guesses;
         std::vector<int32_t> read;
+        // The rounds after the first (a token of each draft still being written; the first reads the feeds) and
+        // what they took, decode and choice, for the thread policy's lone-decode measure (draft-model.ts).
+        int32_t laterRounds = 0;
+        double laterMs = 0;
 
         AddonContextDraftRoundsWorker(
             const Napi::Env& env,
@@ -68,6 +73,8 @@ class AddonContextDraftRoundsWorker : public svc::ContextJob {
                 std::vector<int32_t> logitAt(n, -1);
                 bool first = true;
                 for (;;) {
+                    const auto roundStart = std::chrono::steady_clock::now();
+                    const bool later = !first;
                     batch.n_tokens = 0;
                     for (size_t i = 0; i < n; i++) {
                         logitAt[i] = -1;
@@ -130,6 +137,10 @@ class AddonContextDraftRoundsWorker : public svc::ContextJob {
                         if (ends[i]) active[i] = false;
                         else next[i] = tokens[i];
                     }
+                    if (later) {
+                        laterRounds++;
+                        laterMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - roundStart).count();
+                    }
                 }
             } catch (const std::exception& e) {
                 SetError(e.what());
@@ -139,8 +150,11 @@ class AddonContextDraftRoundsWorker : public svc::ContextJob {
             llama_batch_free(batch);
         }
         void OnOK() {
-            // Each draft: the tokens its sequence read (its feed, then the guesses decoded after it), then its guesses.
+            // Each draft: the tokens its sequence read (its feed, then the guesses decoded after it), then its guesses;
+            // and on the array, the rounds after the first and their milliseconds.
             Napi::Array result = Napi::Array::New(Env(), guesses.size());
+            result.Set("laterRounds", Napi::Number::New(Env(), laterRounds));
+            result.Set("laterMs", Napi::Number::New(Env(), laterMs));
             for (size_t i = 0; i < guesses.size(); i++) {
                 Napi::Array one = Napi::Array::New(Env(), guesses[i].size() + 1);
                 one.Set((uint32_t) 0, Napi::Number::New(Env(), read[i]));

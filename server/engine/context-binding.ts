@@ -39,7 +39,8 @@ export interface Binding {
   /**
    * Only in `svc engine build`'s binaries (resources/engine-native/draft-rounds.cpp): every round of these
    * drafts in one job, each next token the most likely one, by draft-model.ts `round`'s rules. Per draft: the tokens its
-   * sequence read (its feed, then the guesses decoded after it), then its guesses. Threads 0: the context's.
+   * sequence read (its feed, then the guesses decoded after it), then its guesses; on the array, the rounds
+   * after the first and what they took (DraftRounds). Threads 0: the context's.
    */
   draftRounds?(
     sequenceIds: Uint32Array,
@@ -50,8 +51,14 @@ export interface Binding {
     minConfidence: number,
     firstThreads: number,
     nextThreads: number,
-  ): Promise<number[][]>;
+  ): Promise<DraftRounds>;
 }
+
+/**
+ * What draftRounds wrote: per draft, what its sequence read, then its guesses; and the rounds after the first
+ * (a token of each draft still being written) with their milliseconds, decodes and choices.
+ */
+export type DraftRounds = number[][] & { laterRounds: number; laterMs: number };
 
 /** A native sampler (node-llama-cpp's AddonSampler): settings applied before a sampling. */
 export interface Sampler {

@@ -30,7 +30,7 @@
 // waited at every operation for the one off its core (docs/performance.md section 45).
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../core/errors.js";
-import { newSampler, type Binding, type Sampler } from "./context-binding.js";
+import { newSampler, type Binding, type DraftRounds, type Sampler } from "./context-binding.js";
 import { CoreContention, DecodeThreads, type ThreadSplit } from "./thread-policy.js";
 
 /** A draft stops at the first token the draft model gives less than this probability (node-llama-cpp's default). */
@@ -42,6 +42,18 @@ export const DRAFT_MIN_CONFIDENCE = 0.6;
  * guesses, so that the draft model never holds up an answer's first tokens; guessing starts once it has read them.
  */
 export const DRAFT_CATCH_UP_TOKENS = 256;
+
+/**
+ * What one of a lone draft's one-token rounds took in a job (draftRounds), for the thread policy's choice of a
+ * lone decode's count: the job's own measure of its rounds after the first; null with several drafts (their
+ * rounds are batches) or no such round. Not the job's time over its guesses: the first round reads what the
+ * sequence has not (17 tokens after a step that kept 16 guesses), and a draft cut at its first guesses counted
+ * that read as one lone decode. With two threads tried against one, the count that drew such jobs looked
+ * slower: bench:spec's lone draft ran its rounds on one thread (0.86 ms a round against 0.67 on two).
+ */
+export function loneRoundMs(written: DraftRounds, drafts: number): number | null {
+  return drafts === 1 && written.laterRounds > 0 ? written.laterMs / written.laterRounds : null;
+}
 
 /** What the slot loop asks of a draft model (a fake in unit tests). */
 export interface DraftSource {
@@ -278,7 +290,8 @@ export class DraftModel implements DraftSource {
    * yet) and read in one batch, in one job (draftRounds); false where it cannot (the prebuilt binaries, or
    * drafts that `round` has started). A draft asked for meanwhile waits for the job. Its decodes take the
    * policy's batch count for the first round and the count of a round of as many tokens as drafts for the
-   * others; a lone draft's job is counted as lone decodes of its mean round's time.
+   * others; a lone draft's rounds after its first count as lone decodes of their mean time (loneRoundMs), as
+   * many as they are towards the policy's next try of the other count.
    */
   private async nativeRounds(): Promise<boolean> {
     const binding = this.binding();
@@ -287,8 +300,7 @@ export class DraftModel implements DraftSource {
     if (!binding.draftRounds || writings.some((w) => w.guesses.length > 0) || size > this.context.batchSize) return false;
     const first = this.threads?.forBatch(size) ?? 0;
     const next = this.threads?.forBatch(writings.length) ?? 0;
-    const started = performance.now();
-    let written: number[][];
+    let written: DraftRounds;
     try {
       written = await binding.draftRounds(
         Uint32Array.from(writings, (w) => w.sequence.id),
@@ -314,8 +326,8 @@ export class DraftModel implements DraftSource {
       w.guesses = guesses as Token[];
       this.finish(w);
     });
-    const rounds = Math.max(1, ...written.map((g) => g.length - 1));
-    if (this.threads && writings.length === 1) this.threads.decoded(1, next, (performance.now() - started) / rounds);
+    const lone = loneRoundMs(written, writings.length);
+    if (this.threads && lone !== null) this.threads.decoded(1, next, lone, written.laterRounds);
     return true;
   }
 

@@ -36,8 +36,8 @@
 // (2 ms) decoded 1.4 to 2.1 times slower, its decodes taking 2 to 45 ms instead of 2 as the JavaScript
 // thread and the client woke for each token and pushed a spinning thread off its core (docs/performance.md,
 // section 37). So the lone decodes try both counts, keep the one whose recent decodes took less time on
-// average (a spike is what that cost is made of, so the mean, not a quartile), and try the other again now
-// and then (LoneDecodeThreads).
+// average (a spike is what that cost is made of, so the mean, not a quartile; less the slowest of the last
+// eight, so that one alone does not decide), and try the other again now and then (LoneDecodeThreads).
 //
 // Last, other processes. ggml's threads wait for each other at every operation by spinning; when another
 // process keeps one of the cores busy, the thread that is off the CPU holds all the others up. With a
@@ -183,14 +183,17 @@ export const LONE_DECODE_CLOSE = 1.25;
 
 /**
  * The threads of a lone token's decode, chosen between `wanted` and one fewer by what decodes with each took
- * (the mean of the last LONE_DECODE_WINDOW): first LONE_DECODE_FIRST of each in turn, then the faster, with
+ * (the mean of the last LONE_DECODE_WINDOW less the slowest): first LONE_DECODE_FIRST of each in turn, then the faster, with
  * the other tried again every LONE_DECODE_EXPLORE_CLOSE-th decode (LONE_DECODE_EXPLORE_FAR-th when it is
  * clearly slower: a try costs that much) so that a change (a longer context, another load on the machine) is
  * seen. Pure: the loop says what each decode took (`record`).
  */
 export class LoneDecodeThreads {
   private readonly ms = new Map<number, number[]>();
+  /** Lone decodes since the first of each count (a job's rounds count each: `record`'s `decodes`). */
   private decodes = 0;
+  /** `decodes` when the other count was last tried. */
+  private tried = 0;
   readonly fewer: number;
 
   constructor(readonly wanted: number) {
@@ -200,29 +203,51 @@ export class LoneDecodeThreads {
   /** The count for the next lone decode. */
   next(): number {
     if (this.fewer === this.wanted) return this.wanted;
-    const a = this.ms.get(this.wanted)?.length ?? 0;
-    const b = this.ms.get(this.fewer)?.length ?? 0;
-    if (a < LONE_DECODE_FIRST || b < LONE_DECODE_FIRST) return a <= b ? this.wanted : this.fewer;
+    if (!this.pastFirst()) return (this.ms.get(this.wanted)?.length ?? 0) <= (this.ms.get(this.fewer)?.length ?? 0) ? this.wanted : this.fewer;
     const wantedMs = this.mean(this.wanted);
     const fewerMs = this.mean(this.fewer);
     const [best, other] = wantedMs <= fewerMs ? [this.wanted, this.fewer] : [this.fewer, this.wanted];
     const ratio = Math.max(wantedMs, fewerMs) / Math.max(Math.min(wantedMs, fewerMs), 1e-6);
     const every = ratio < LONE_DECODE_CLOSE ? LONE_DECODE_EXPLORE_CLOSE : LONE_DECODE_EXPLORE_FAR;
-    return ++this.decodes % every === 0 ? other : best;
+    if (++this.decodes - this.tried < every) return best;
+    this.tried = this.decodes;
+    return other;
   }
 
-  /** A lone decode with `threads` took `ms` (counts other than the two are not kept: a cap chose them). */
-  record(threads: number, ms: number): void {
+  /**
+   * A lone decode with `threads` took `ms` (counts other than the two are not kept: a cap chose them); or
+   * `decodes` of them in one job (a draft model's rounds, draft-rounds.cpp), `ms` each on average: one
+   * measure in the window, and `decodes` decodes towards the next try of the other count. Counted as one, a
+   * job's 15 rounds made the tries 15 times as rare, and a job slowed once (the JavaScript thread busy with
+   * the tokens of the step before) kept its count's mean high for 256 jobs: bench:spec's lone draft then ran
+   * its rounds on one thread for whole answers.
+   */
+  record(threads: number, ms: number, decodes = 1): void {
     if ((threads !== this.wanted && threads !== this.fewer) || !(ms >= 0) || !Number.isFinite(ms)) return;
+    if (decodes > 1 && this.pastFirst()) this.decodes += decodes - 1;
     const last = this.ms.get(threads) ?? [];
     last.push(ms);
     if (last.length > LONE_DECODE_WINDOW) last.shift();
     this.ms.set(threads, last);
   }
 
+  /** Whether each count has had its first LONE_DECODE_FIRST decodes. */
+  private pastFirst(): boolean {
+    return (this.ms.get(this.wanted)?.length ?? 0) >= LONE_DECODE_FIRST && (this.ms.get(this.fewer)?.length ?? 0) >= LONE_DECODE_FIRST;
+  }
+
+  /**
+   * The mean of a count's last decodes less the slowest one. Spikes are the cost of a count that loses its
+   * cores often, and they stay in the mean from the second on; but one alone, in the few decodes of the count
+   * not chosen (tried every 32nd or 256th decode), kept its mean high until the next 8 tries replaced it: one
+   * job of a draft model's rounds slowed 6 times (3.1 ms a round against 0.5: a garbage collection's threads
+   * on the cores) put them on one thread for the rest of bench:spec's answers, at 0.81 ms a round where two
+   * threads took 0.66 on average, spikes included.
+   */
   private mean(threads: number): number {
     const last = this.ms.get(threads)!;
-    return last.reduce((sum, ms) => sum + ms, 0) / last.length;
+    const sum = last.reduce((total, ms) => total + ms, 0);
+    return last.length < 3 ? sum / last.length : (sum - Math.max(...last)) / (last.length - 1);
   }
 }
 
@@ -268,9 +293,9 @@ export class DecodeThreads {
     return this.capAt(tokens > 1 ? this.split.batch : this.lone.next());
   }
 
-  /** What a decode of `tokens` tokens with `threads` took (the loop says so after each). */
-  decoded(tokens: number, threads: number, ms: number): void {
-    if (tokens === 1) this.lone.record(threads, ms);
+  /** What a decode of `tokens` tokens with `threads` took (the loop says so after each); or `decodes` of them in one job, `ms` each. */
+  decoded(tokens: number, threads: number, ms: number, decodes = 1): void {
+    if (tokens === 1) this.lone.record(threads, ms, decodes);
   }
 
   /**

@@ -77,7 +77,7 @@ type SoloFacts = { build: string } & Partial<
       slowTogether: { slowSteps: number; [fact: string]: unknown };
       speculation: { paths: Record<string, boolean> } & Record<"greedy" | "seeded", { sameTokens: boolean; sameState: boolean; drafted: number; accepted: number }>;
       echoSolo: { tokens: number; accepted: number; runs: number };
-      draft: Record<"draftRounds" | "sure" | "next" | "alone" | "together", boolean> & { decodes: number };
+      draft: Record<"draftRounds" | "sure" | "next" | "alone" | "together" | "timed", boolean> & { decodes: number; laterRounds: number[] };
     }
 >;
 function soloSteps(): SoloFacts {
@@ -234,8 +234,9 @@ describe("svc engine build", () => {
     expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
     expect(solo.echoSolo!.accepted).toBeGreaterThanOrEqual(85);
     // draft-rounds.cpp: a draft model's rounds in one job, none through the decodes of node-llama-cpp's
-    // binding, with the guesses and the rules of the JavaScript rounds (test/e2e/draft-model.test.ts).
-    expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true });
+    // binding, with the guesses and the rules of the JavaScript rounds (test/e2e/draft-model.test.ts). Each job
+    // counts and times its rounds after the first, which the thread policy reads as lone decodes (loneRoundMs).
+    expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true, laterRounds: [7, 3, 2, 1, 2], timed: true });
     // flash-attn-few-queries.patch and sgemm-few-columns.patch: a token's logits are the same to the bit in a
     // step of any shape (alone at 1 or 2 threads, with 16 guesses after it, beside other sequences' tokens, with
     // guesses beside them), at heads of 64 and 128 values, past 512 tokens of context; so a guess is kept exactly
@@ -322,7 +323,7 @@ describe("svc engine build, the addon alone", () => {
       expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
       expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
       expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
-      expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true });
+      expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true, laterRounds: [7, 3, 2, 1, 2], timed: true });
 
       // GPU backends: the addon compiled against their prebuilt libraries (no CUDA or Vulkan SDK here, nor a GPU).
       for (const backend of ["vulkan", "cuda"] as const) {

@@ -9,6 +9,7 @@ import { LlamaLogLevel, type LlamaContextSequence, type SequenceEvaluateOptions,
 import { ensurePeerModel } from "../../bench/peer-model.js";
 import { ECHO_MODEL, echoAnswer, ensureEchoModel } from "../../bench/spec-model.js";
 import { writeTinyModel } from "../../resources/test-model/cli.js";
+import type { DraftRounds } from "../../server/engine/context-binding.js";
 import { DraftModel } from "../../server/engine/draft-model.js";
 import { loadEngineBuild } from "../../server/engine/engine-build.js";
 import { AHEAD_WAIT_MS, SlotLoop, tokenPathsFromEnvironment } from "../../server/engine/slot-loop.js";
@@ -294,11 +295,14 @@ const results: Record<string, unknown> = { build: "local" };
   reference.dispose();
   const drafts: DraftModel[] = [];
   const draftCalls: Record<string, number> = {};
+  // Each job's rounds after its first, as it counted and timed them (the thread policy's lone-decode measure).
+  const jobs: DraftRounds[] = [];
   const load = async (minConfidence: number) => {
     const draft = await DraftModel.load({ llama, modelPath: tinyPath, target, threads: 1, minConfidence });
     drafts.push(draft);
     spyOnBinding((draft as unknown as { context: object }).context, (method) => {
       draftCalls[method] = (draftCalls[method] ?? 0) + 1;
+      return method === "draftRounds" ? (result: unknown) => jobs.push(result as DraftRounds) : undefined;
     });
     return draft;
   };
@@ -319,6 +323,10 @@ const results: Record<string, unknown> = { build: "local" };
     next: same(next, greedy.slice(4, 8)),
     alone: same(alone, [greedy.slice(0, 2), greedy.slice(6, 7)]),
     together: same(together, [greedy.slice(0, 2), greedy.slice(6, 8)]),
+    // 8 guesses to the most asked: 7 rounds after the one that read the prompt; 4 to the most: 3; cut by
+    // confidence after 2 guesses: 2 (the second decoded, then refused), after 1: 1; the two together: 2.
+    laterRounds: jobs.map((job) => job.laterRounds),
+    timed: jobs.every((job) => job.laterMs > 0 && Number.isFinite(job.laterMs)),
   };
   for (const d of drafts) await d.close();
   await target.context.dispose();

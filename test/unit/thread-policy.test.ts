@@ -17,6 +17,8 @@ import {
   usesOpenMp,
   type CpuClock,
 } from "../../server/engine/thread-policy.js";
+import type { DraftRounds } from "../../server/engine/context-binding.js";
+import { loneRoundMs } from "../../server/engine/draft-model.js";
 
 describe("splitThreads", () => {
   it("leaves a core to the JavaScript thread while a lone sequence generates, when the threads take every core", () => {
@@ -176,6 +178,51 @@ describe("LoneDecodeThreads", () => {
     expect(after.slice(-32).filter((n) => n === 2).length).toBeLessThanOrEqual(1);
   });
 
+  it("counts a job's rounds towards the next try: two slow jobs of two threads are outlived in a few dozen jobs, not 256", () => {
+    // bench:spec's lone draft: 15 rounds a job, 0.5 ms a round on two threads, 0.85 on one; the third and
+    // fourth jobs on two threads took 2.67 ms a round (a garbage collection's threads on the cores).
+    const jobs = (counted: boolean) => {
+      const choice = new LoneDecodeThreads(2);
+      const used: number[] = [];
+      let twos = 0;
+      for (let i = 0; i < 96; i++) {
+        const n = choice.next();
+        used.push(n);
+        const ms = n === 1 ? 0.85 : [3, 4].includes(++twos) ? 2.67 : 0.5;
+        if (counted) choice.record(n, ms, 15);
+        else choice.record(n, ms);
+      }
+      return used;
+    };
+    // Counted as 15 decodes each, two threads are tried every 17th job, then every third while the means are
+    // within a quarter, each try replacing a measure: from the 48th job, two threads but for one's tries.
+    expect(jobs(true).slice(48).filter((n) => n === 1).length).toBeLessThanOrEqual(3);
+    // Counted as one decode, two threads were tried every 256th job: one thread from there on.
+    expect(jobs(false).slice(48).filter((n) => n === 2).length).toBe(0);
+  });
+
+  it("leaves one slow decode out of a count's mean: one spike in its first decodes does not decide", () => {
+    const choice = new LoneDecodeThreads(2);
+    const used: number[] = [];
+    let twos = 0;
+    for (let i = 0; i < 64; i++) {
+      const n = choice.next();
+      used.push(n);
+      choice.record(n, n === 1 ? 0.85 : ++twos === 2 ? 3.12 : 0.5);
+    }
+    expect(used.slice(8).filter((n) => n === 1).length).toBeLessThanOrEqual(1);
+    // Two slow decodes in the window stay in its mean: the count that made them is left.
+    const spiky = new LoneDecodeThreads(2);
+    const after: number[] = [];
+    twos = 0;
+    for (let i = 0; i < 64; i++) {
+      const n = spiky.next();
+      after.push(n);
+      spiky.record(n, n === 1 ? 0.85 : ++twos % 2 === 0 ? 3.12 : 0.5);
+    }
+    expect(after.slice(8).filter((n) => n === 2).length).toBeLessThanOrEqual(2);
+  });
+
   it("has nothing to choose with one thread, and keeps no decode made with a count a cap chose", () => {
     const one = new LoneDecodeThreads(1);
     expect([one.next(), one.next(), one.next()]).toEqual([1, 1, 1]);
@@ -184,6 +231,44 @@ describe("LoneDecodeThreads", () => {
     expect(two.next()).toBe(4);
     two.record(4, 10);
     expect(two.next()).toBe(3);
+  });
+});
+
+describe("a draft model's rounds in one job (draft-model.ts loneRoundMs)", () => {
+  /** A job of one draft on the engine build: `guesses` guesses, each round after the first `round` ms, the first (reading 17 tokens) 1.5 ms. */
+  const job = (guesses: number, round: number, cut: boolean): { rounds: DraftRounds; wholeMs: number } => {
+    // A draft ended by its most asked does not decode its last guess; one cut by confidence decodes them all.
+    const laterRounds = cut ? guesses : guesses - 1;
+    const rounds = Object.assign([[17 + laterRounds, ...Array.from({ length: guesses }, (_, i) => i)]], { laterRounds, laterMs: laterRounds * round });
+    return { rounds, wholeMs: 1.5 + laterRounds * round };
+  };
+
+  it("measures the rounds after the first: a lone one's, none for a draft cut at its first guess or for several drafts", () => {
+    expect(loneRoundMs(job(16, 0.67, false).rounds, 1)).toBeCloseTo(0.67);
+    expect(loneRoundMs(job(3, 0.9, true).rounds, 1)).toBeCloseTo(0.9);
+    expect(loneRoundMs(job(1, 0.67, false).rounds, 1)).toBeNull();
+    expect(loneRoundMs(job(16, 0.67, false).rounds, 4)).toBeNull();
+  });
+
+  it("keeps two threads where their rounds are faster, though jobs cut short on them were slow over their guesses", () => {
+    // bench:spec's lone draft: 0.67 ms a round on two threads, 0.86 on one; every fourth job cut at its first
+    // guess, and those fell on two threads.
+    const choose = (measure: (j: { rounds: DraftRounds; wholeMs: number }, guesses: number) => number | null) => {
+      const choice = new LoneDecodeThreads(2);
+      const used: number[] = [];
+      for (let i = 0; i < 64; i++) {
+        const threads = choice.next();
+        used.push(threads);
+        const guesses = i % 4 === 0 && threads === 2 ? 1 : 16;
+        const j = job(guesses, threads === 2 ? 0.67 : 0.86, false);
+        const ms = measure(j, guesses);
+        if (ms !== null) choice.record(threads, ms);
+      }
+      return used.slice(-32).filter((n) => n === 2).length;
+    };
+    expect(choose((j) => loneRoundMs(j.rounds, 1))).toBeGreaterThanOrEqual(31);
+    // The job's whole time over its guesses (what was measured before) made two threads look slower here.
+    expect(choose((j, guesses) => j.wholeMs / guesses)).toBeLessThanOrEqual(1);
   });
 });
 
