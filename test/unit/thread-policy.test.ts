@@ -141,6 +141,23 @@ describe("DecodeThreads", () => {
   });
 });
 
+/**
+ * The counts a policy gives `decodes` lone decodes (or jobs of them), from its first; each is recorded as
+ * `took` says: its ms, or its ms and the decodes it holds, or nothing (null).
+ */
+function drive(choice: LoneDecodeThreads, decodes: number, took: (threads: number, i: number) => number | readonly [number, number] | null): number[] {
+  const used: number[] = [];
+  for (let i = 0; i < decodes; i++) {
+    const n = choice.next();
+    used.push(n);
+    const ms = took(n, i);
+    if (ms === null) continue;
+    if (typeof ms === "number") choice.record(n, ms);
+    else choice.record(n, ms[0], ms[1]);
+  }
+  return used;
+}
+
 describe("LoneDecodeThreads", () => {
   /** The counts of `decodes` lone decodes after the first of each, each taking `took(threads)` ms. */
   function run(choice: LoneDecodeThreads, took: (threads: number) => number, decodes: number): number[] {
@@ -182,17 +199,8 @@ describe("LoneDecodeThreads", () => {
     // bench:spec's lone draft: 15 rounds a job, 0.5 ms a round on two threads, 0.85 on one; the third and
     // fourth jobs on two threads took 2.67 ms a round (a garbage collection's threads on the cores).
     const jobs = (counted: boolean) => {
-      const choice = new LoneDecodeThreads(2);
-      const used: number[] = [];
       let twos = 0;
-      for (let i = 0; i < 96; i++) {
-        const n = choice.next();
-        used.push(n);
-        const ms = n === 1 ? 0.85 : [3, 4].includes(++twos) ? 2.67 : 0.5;
-        if (counted) choice.record(n, ms, 15);
-        else choice.record(n, ms);
-      }
-      return used;
+      return drive(new LoneDecodeThreads(2), 96, (n) => [n === 1 ? 0.85 : [3, 4].includes(++twos) ? 2.67 : 0.5, counted ? 15 : 1]);
     };
     // Counted as 15 decodes each, two threads are tried every 17th job, then every third while the means are
     // within a quarter, each try replacing a measure: from the 48th job, two threads but for one's tries.
@@ -202,24 +210,12 @@ describe("LoneDecodeThreads", () => {
   });
 
   it("leaves one slow decode out of a count's mean: one spike in its first decodes does not decide", () => {
-    const choice = new LoneDecodeThreads(2);
-    const used: number[] = [];
     let twos = 0;
-    for (let i = 0; i < 64; i++) {
-      const n = choice.next();
-      used.push(n);
-      choice.record(n, n === 1 ? 0.85 : ++twos === 2 ? 3.12 : 0.5);
-    }
+    const used = drive(new LoneDecodeThreads(2), 64, (n) => (n === 1 ? 0.85 : ++twos === 2 ? 3.12 : 0.5));
     expect(used.slice(8).filter((n) => n === 1).length).toBeLessThanOrEqual(1);
     // Two slow decodes in the window stay in its mean: the count that made them is left.
-    const spiky = new LoneDecodeThreads(2);
-    const after: number[] = [];
     twos = 0;
-    for (let i = 0; i < 64; i++) {
-      const n = spiky.next();
-      after.push(n);
-      spiky.record(n, n === 1 ? 0.85 : ++twos % 2 === 0 ? 3.12 : 0.5);
-    }
+    const after = drive(new LoneDecodeThreads(2), 64, (n) => (n === 1 ? 0.85 : ++twos % 2 === 0 ? 3.12 : 0.5));
     expect(after.slice(8).filter((n) => n === 2).length).toBeLessThanOrEqual(2);
   });
 
@@ -254,16 +250,10 @@ describe("a draft model's rounds in one job (draft-model.ts loneRoundMs)", () =>
     // bench:spec's lone draft: 0.67 ms a round on two threads, 0.86 on one; every fourth job cut at its first
     // guess, and those fell on two threads.
     const choose = (measure: (j: { rounds: DraftRounds; wholeMs: number }, guesses: number) => number | null) => {
-      const choice = new LoneDecodeThreads(2);
-      const used: number[] = [];
-      for (let i = 0; i < 64; i++) {
-        const threads = choice.next();
-        used.push(threads);
+      const used = drive(new LoneDecodeThreads(2), 64, (threads, i) => {
         const guesses = i % 4 === 0 && threads === 2 ? 1 : 16;
-        const j = job(guesses, threads === 2 ? 0.67 : 0.86, false);
-        const ms = measure(j, guesses);
-        if (ms !== null) choice.record(threads, ms);
-      }
+        return measure(job(guesses, threads === 2 ? 0.67 : 0.86, false), guesses);
+      });
       return used.slice(-32).filter((n) => n === 2).length;
     };
     expect(choose((j) => loneRoundMs(j.rounds, 1))).toBeGreaterThanOrEqual(31);
