@@ -218,9 +218,9 @@ export class LoneDecodeThreads {
    * A lone decode with `threads` took `ms` (counts other than the two are not kept: a cap chose them); or
    * `decodes` of them in one job (a draft model's rounds, draft-rounds.cpp), `ms` each on average: one
    * measure in the window, and `decodes` decodes towards the next try of the other count. Counted as one, a
-   * job's 15 rounds made the tries 15 times as rare, and a job slowed once (the JavaScript thread busy with
-   * the tokens of the step before) kept its count's mean high for 256 jobs: bench:spec's lone draft then ran
-   * its rounds on one thread for whole answers.
+   * job's 15 rounds made the tries 15 times as rare, and a job slowed once (another thread on a core while
+   * both spun) kept its count's mean high for 256 jobs: bench:spec's lone draft then ran its rounds on one
+   * thread for whole answers.
    */
   record(threads: number, ms: number, decodes = 1): void {
     if ((threads !== this.wanted && threads !== this.fewer) || !(ms >= 0) || !Number.isFinite(ms)) return;
@@ -240,9 +240,9 @@ export class LoneDecodeThreads {
    * The mean of a count's last decodes less the slowest one. Spikes are the cost of a count that loses its
    * cores often, and they stay in the mean from the second on; but one alone, in the few decodes of the count
    * not chosen (tried every 32nd or 256th decode), kept its mean high until the next 8 tries replaced it: one
-   * job of a draft model's rounds slowed 6 times (3.1 ms a round against 0.5: a garbage collection's threads
-   * on the cores) put them on one thread for the rest of bench:spec's answers, at 0.81 ms a round where two
-   * threads took 0.66 on average, spikes included.
+   * job of a draft model's rounds slowed 6 times (3.1 ms a round against 0.5: another thread took a core
+   * while both spun) put them on one thread for the rest of bench:spec's answers, at 0.81 ms a round where
+   * two threads took 0.66 on average, spikes included.
    */
   private mean(threads: number): number {
     const last = this.ms.get(threads)!;

@@ -197,7 +197,7 @@ describe("LoneDecodeThreads", () => {
 
   it("counts a job's rounds towards the next try: two slow jobs of two threads are outlived in a few dozen jobs, not 256", () => {
     // bench:spec's lone draft: 15 rounds a job, 0.5 ms a round on two threads, 0.85 on one; the third and
-    // fourth jobs on two threads took 2.67 ms a round (a garbage collection's threads on the cores).
+    // fourth jobs on two threads took 2.67 ms a round (another thread on a core while both spun).
     const jobs = (counted: boolean) => {
       let twos = 0;
       return drive(new LoneDecodeThreads(2), 96, (n) => [n === 1 ? 0.85 : [3, 4].includes(++twos) ? 2.67 : 0.5, counted ? 15 : 1]);
