@@ -396,13 +396,6 @@ export class SlotLoop {
     this.live++;
     this.soloInterrupt?.();
     try {
-      if (feed.length > MAX_STEP_FEED && this.paths.solo && track.fixed && this.live === 1 && track.guesser?.settled !== false) {
-        // A lone prompt that a solo run could go on from: read all but its last token in the batches, then
-        // the run decodes that one and samples from there, with no trip through JavaScript between.
-        await this.queue({ ...track, sampler: null }, feed.slice(0, -1), false);
-        if (signal?.aborted) return;
-        feed = feed.slice(-1);
-      }
       while (true) {
         const verified = track.accepted.shift();
         if (verified) {
@@ -931,7 +924,7 @@ export class SlotLoop {
     const guessed = track.guesser?.guess(track.sequence._contextTokens, token, Math.min(more - 1, room, this.context.batchSize - 1), this.live) ?? [];
     const draft = Array.isArray(guessed) ? guessed : [];
     // A lone generation with nothing to check goes on in a solo run (evaluate: no token decoded ahead).
-    if (Array.isArray(guessed) && draft.length === 0 && track.guesser?.settled === true && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
+    if (Array.isArray(guessed) && draft.length === 0 && track.guesser?.settled !== false && track.fixed && this.paths.solo && this.live === 1 && track.accepted.length === 0) return;
     const ahead = this.queueAhead(track, token, draft);
     track.ahead = ahead;
     if (!Array.isArray(guessed))

@@ -74,6 +74,7 @@ function decodeThreads(): { build: string; before: number; afterFirst: number; a
 type RunFacts = { runs: number; longest: number; sampled: number; deliveries: number; distinct?: number; stepSamplings?: number; [fact: string]: unknown };
 type SoloFacts = { build: string } & Partial<
   Record<"greedy" | "seeded" | "budget" | "interrupted", RunFacts> & Record<"penalties" | "stalled" | "together", Record<string, unknown>> & {
+      newcomer: { sameTokens: boolean; firstPromptTokens: number; sampledWith: Array<{ sequence: string | number; tokens: number }> };
       slowTogether: { slowSteps: number; [fact: string]: unknown };
       speculation: { paths: Record<string, boolean> } & Record<"greedy" | "seeded", { sameTokens: boolean; sameState: boolean; drafted: number; accepted: number }>;
       echoSolo: { tokens: number; accepted: number; runs: number };
@@ -182,8 +183,8 @@ describe("svc engine build", () => {
     expect(threadsAfter.build).toBe("local");
     expect(threadsAfter.afterFirst - threadsAfter.before).toBe(1);
     expect(threadsAfter.afterSecond).toBe(threadsAfter.afterFirst);
-    // solo-loop.cpp: a lone generation's tokens are all sampled in solo runs on the binding's own thread
-    // (at most SOLO_MAX_SAMPLES a run; a run also ends early when the generation is slow to ask, so the count
+    // solo-loop.cpp: a lone generation's first token is sampled in the job that reads its prompt, and every
+    // token after it in solo runs on the binding's own thread (at most SOLO_MAX_SAMPLES a run; a run also ends early when the generation is slow to ask, so the count
     // of runs is a floor), with evaluate's tokens and sequence state; another evaluation ends a run and both
     // get their answers; repeat penalties stay on the token-by-token path. A run samples up to SOLO_AHEAD
     // tokens past the last one taken (taken out of the sequence again when the generation stops), and posts
@@ -191,9 +192,9 @@ describe("svc engine build", () => {
     // millisecond, a run waits for JavaScript only SOLO_AHEAD tokens ahead, and posts what it has then.
     const solo = soloSteps();
     expect(solo.build).toBe("local");
-    expect(solo.greedy).toMatchObject({ sameTokens: true, sameState: true, stepDecodes: 0, samplings: 0 });
-    expect(solo.greedy!.sampled).toBeGreaterThanOrEqual(150);
-    expect(solo.greedy!.sampled).toBeLessThanOrEqual(150 + SOLO_AHEAD);
+    expect(solo.greedy).toMatchObject({ sameTokens: true, sameState: true, promptSampled: 1, stepDecodes: 0, samplings: 0 });
+    expect(solo.greedy!.sampled).toBeGreaterThanOrEqual(149);
+    expect(solo.greedy!.sampled).toBeLessThanOrEqual(149 + SOLO_AHEAD);
     expect(solo.greedy!.deliveries * 2).toBeLessThanOrEqual(solo.greedy!.sampled);
     expect(solo.greedy!.runs).toBeGreaterThanOrEqual(Math.ceil(150 / SOLO_MAX_SAMPLES));
     expect(solo.greedy!.longest).toBeLessThanOrEqual(SOLO_MAX_SAMPLES);
@@ -212,6 +213,10 @@ describe("svc engine build", () => {
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeGreaterThanOrEqual(120);
     expect(solo.interrupted!.sampled + solo.interrupted!.stepSamplings!).toBeLessThanOrEqual(121 + SOLO_AHEAD);
     expect(solo.penalties).toEqual({ runs: 0, samplings: 20 });
+    // A prompt sent while a lone one is read waits for the next batch; the lone one's first token does not
+    // wait with it: it is sampled in the batch that read the lone prompt (before, the lone prompt's last token
+    // was held back for a solo run and went in the next batch, with all of the second prompt).
+    expect(solo.newcomer).toEqual({ sameTokens: true, firstPromptTokens: expect.any(Number), sampledWith: [{ sequence: "first", tokens: solo.newcomer!.firstPromptTokens }] });
     // step-sampling.cpp: three sequences stepping together have every token sampled in its decode's job
     // (each stream's 40th token decoded ahead has the one after it sampled too, unused), none in a sampling
     // job of its own, with evaluate's tokens and state; a reader slower than the wait for asks is given the
