@@ -199,12 +199,13 @@ describe("svc engine build", () => {
     expect(solo.greedy!.runs).toBeGreaterThanOrEqual(Math.ceil(150 / SOLO_MAX_SAMPLES));
     expect(solo.greedy!.longest).toBeLessThanOrEqual(SOLO_MAX_SAMPLES);
     expect(solo.seeded).toMatchObject({ sameTokens: true });
-    expect(solo.seeded!.sampled).toBeGreaterThanOrEqual(80);
-    expect(solo.seeded!.sampled).toBeLessThanOrEqual(80 + SOLO_AHEAD);
+    expect(solo.seeded!.sampled).toBeGreaterThanOrEqual(79);
+    expect(solo.seeded!.sampled).toBeLessThanOrEqual(79 + SOLO_AHEAD);
     expect(solo.seeded!.longest).toBeLessThanOrEqual(SOLO_MAX_SAMPLES);
     expect(solo.seeded!.distinct).toBeGreaterThan(10);
-    // Tokens 1 to 9 decoded ahead; the 10th, where the budget ends, not; nothing sampled past it.
-    expect(solo.budget).toMatchObject({ next: 9, sampled: 10 });
+    // Tokens 1 to 9 decoded ahead; the 10th, where the budget ends, not; nothing sampled past it (the first
+    // token is sampled in the prompt's job, the other 9 in solo runs).
+    expect(solo.budget).toMatchObject({ next: 9, sampled: 9 });
     // The first answer's first 20 tokens (or more) came from a solo run, the rest as the two stepped together
     // (and the one left alone at the end may go solo again, up to SOLO_AHEAD past its last token).
     expect(solo.interrupted).toMatchObject({ sameTokens: true });

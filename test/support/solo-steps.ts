@@ -110,7 +110,8 @@ const results: Record<string, unknown> = { build: "local" };
   results.seeded = { sameTokens: same(a.value, b), distinct: new Set(a.value).size, ...a.runs };
 }
 {
-  // A budget of ten: tokens 1 to 9 are decoded ahead, the 10th is not, and nothing is sampled past it.
+  // A budget of ten: tokens 1 to 9 are decoded ahead, the 10th is not, and nothing is sampled past it (the
+  // first is sampled in the job that reads the prompt, the others in solo runs).
   const s = context.getSequence();
   const p = prompt("a budget of ten");
   let taken = 0;
