@@ -38,6 +38,8 @@ export type PeerModelShape = {
   activeLayers?: number;
   /** Multiplies the output matrix (default 1): greedy text unchanged, the chosen token's probability near 1. */
   outputScale?: number;
+  /** How the layers' matrices are stored (default F32): Q4_K needs n_embd and n_ff to be multiples of 256. */
+  blockWeights?: "f32" | "q8_0" | "q4_0" | "q4_k";
 };
 
 /** The issue's model by default; a smaller shape gives a fast model with the same behaviour (for profiling). */
@@ -98,6 +100,8 @@ export function buildPeerModel(shape: PeerModelShape = PEER_MODEL): Buffer {
   // (Drawn after the active layers, so a model of `active` layers has the same weights as this one's first.)
   const zeros = (rows: number, cols: number) => new Float32Array(rows * cols);
   tensors.push(...denseLayers(nLayers - active, nEmbd, nFf, zeros).map((t) => ({ ...t, name: t.name.replace(/^blk\.(\d+)/, (_, l: string) => `blk.${Number(l) + active}`) })));
+  const stored = shape.blockWeights ?? "f32";
+  if (stored !== "f32") for (const t of tensors) if (t.name.startsWith("blk.") && t.dims.length === 2) t.type = stored;
 
   const metadata = llamaMetadata({
     name: "svc peer bench model",

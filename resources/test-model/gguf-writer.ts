@@ -1,4 +1,4 @@
-// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32 or Q8_0.
+// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32, Q8_0, Q4_0 or Q4_K.
 // Format reference: ggml's docs/gguf.md. Only what the test model needs is supported.
 
 export type GgufScalar =
@@ -24,14 +24,17 @@ export interface GgufTensor {
   /**
    * How it is stored: F32 (the default), or Q8_0 (blocks of 32 values along dims[0]: an F16 scale, the
    * largest magnitude over 127, then 32 signed bytes), which needs dims[0] to be a multiple of 32. Zeros and
-   * values that are whole multiples of their block's scale survive Q8_0 exactly.
+   * values that are whole multiples of their block's scale survive Q8_0 exactly. Or Q4_0 (blocks of 32: an
+   * F16 scale and 16 bytes of 4-bit values), or Q4_K (super blocks of 256 values along dims[0], the K-quant
+   * most Q4_K_M layers use), which needs dims[0] to be a multiple of 256.
    */
-  type?: "f32" | "q8_0";
+  type?: "f32" | "q8_0" | "q4_0" | "q4_k";
 }
 
 const VALUE_TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10 } as const;
-const GGML_TYPE = { f32: 0, q8_0: 8 } as const;
+const GGML_TYPE = { f32: 0, q4_0: 2, q8_0: 8, q4_k: 12 } as const;
 const Q8_0_BLOCK = 32;
+const QK_K = 256;
 const ALIGNMENT = 32;
 
 class ByteSink {
@@ -155,8 +158,87 @@ export function quantizeQ8_0(data: Float32Array): Buffer {
   return out;
 }
 
+/** ggml's Q4_0 blocks for these values (a multiple of 32 of them), as ggml's reference quantizer makes them. */
+export function quantizeQ4_0(data: Float32Array): Buffer {
+  if (data.length % Q8_0_BLOCK !== 0) throw new Error(`Q4_0 needs a multiple of ${Q8_0_BLOCK} values, got ${data.length}`);
+  const out = Buffer.alloc((data.length / 32) * 18);
+  for (let b = 0; b < data.length / 32; b++) {
+    const x = data.subarray(b * 32, (b + 1) * 32);
+    // The value of largest magnitude, with its sign, maps to -8.
+    let max = 0;
+    for (const v of x) if (Math.abs(v) > Math.abs(max)) max = v;
+    const d = max / -8;
+    const id = d ? 1 / d : 0;
+    const at = b * 18;
+    out.writeUInt16LE(float16Bits(d), at);
+    const q = (v: number) => Math.min(15, Math.trunc(v * id + 8.5));
+    for (let j = 0; j < 16; j++) out[at + 2 + j] = q(x[j]!) | (q(x[j + 16]!) << 4);
+  }
+  return out;
+}
+
+/**
+ * ggml's Q4_K blocks for these values (a multiple of 256 of them): per super block of 256, an F16 scale and
+ * minimum (d, dmin), 8 sub blocks of 32 with a 6-bit scale and minimum each (packed in 12 bytes as ggml's
+ * get_scale_min_k4 reads them), and 4-bit values, so that x = d·scale·q − dmin·min. A plain min-max fit, not
+ * llama-quantize's search for the best scales: the format is what matters here, not the error.
+ */
+export function quantizeQ4_K(data: Float32Array): Buffer {
+  if (data.length % QK_K !== 0) throw new Error(`Q4_K needs a multiple of ${QK_K} values, got ${data.length}`);
+  const BLOCK_BYTES = 2 + 2 + 12 + QK_K / 2;
+  const out = Buffer.alloc((data.length / QK_K) * BLOCK_BYTES);
+  const half = (v: number) => float16Value(float16Bits(v));
+  for (let b = 0; b < data.length / QK_K; b++) {
+    const x = data.subarray(b * QK_K, (b + 1) * QK_K);
+    const scales: number[] = [];
+    const mins: number[] = [];
+    for (let j = 0; j < 8; j++) {
+      const sub = x.subarray(j * 32, (j + 1) * 32);
+      const lo = Math.min(0, ...sub);
+      const hi = Math.max(...sub);
+      scales.push((hi - lo) / 15);
+      mins.push(-lo);
+    }
+    const d = half(Math.max(...scales) / 63);
+    const dmin = half(Math.max(...mins) / 63);
+    const sc = scales.map((v) => (d > 0 ? Math.min(63, Math.round(v / d)) : 0));
+    const mn = mins.map((v) => (dmin > 0 ? Math.min(63, Math.round(v / dmin)) : 0));
+    const at = b * BLOCK_BYTES;
+    out.writeUInt16LE(float16Bits(d), at);
+    out.writeUInt16LE(float16Bits(dmin), at + 2);
+    const packed = new Uint8Array(12);
+    for (let j = 0; j < 8; j++) {
+      if (j < 4) {
+        packed[j] = sc[j]!;
+        packed[j + 4] = mn[j]!;
+      } else {
+        packed[j + 4] = (sc[j]! & 0xf) | ((mn[j]! & 0xf) << 4);
+        packed[j - 4]! |= (sc[j]! >> 4) << 6;
+        packed[j]! |= (mn[j]! >> 4) << 6;
+      }
+    }
+    out.set(packed, at + 4);
+    const q = (i: number) => {
+      const j = Math.floor(i / 32);
+      const step = d * sc[j]!;
+      return step > 0 ? Math.max(0, Math.min(15, Math.round((x[i]! + dmin * mn[j]!) / step))) : 0;
+    };
+    // Two sub blocks a 32-byte run: the first's values in the low nibbles, the second's in the high.
+    for (let j = 0; j < QK_K; j += 64) for (let l = 0; l < 32; l++) out[at + 16 + j / 2 + l] = q(j + l) | (q(j + l + 32) << 4);
+  }
+  return out;
+}
+
 function tensorBytes(t: GgufTensor): Buffer {
   if ((t.type ?? "f32") === "f32") return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  if (t.type === "q4_0") {
+    if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q4_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
+    return quantizeQ4_0(t.data);
+  }
+  if (t.type === "q4_k") {
+    if (t.dims[0]! % QK_K !== 0) throw new Error(`tensor ${t.name}: Q4_K needs dims[0] to be a multiple of ${QK_K}, got ${t.dims[0]}`);
+    return quantizeQ4_K(t.data);
+  }
   if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q8_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
   return quantizeQ8_0(t.data);
 }

@@ -75,12 +75,13 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
+    expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
@@ -143,11 +144,19 @@ describe("node-llama-cpp addon patches", () => {
     expect(ops).toContain("if (!use_ref && neq1 < (int64_t) ggml_fa_tile_config::Q &&");
     expect(ops.indexOf("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);")).toBeLessThan(ops.indexOf("const bool use_split_kv_path"));
     expect(ops.split("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);").length).toBe(2);
+    // repack-gemv-order.patch: llama.cpp's gemv for a lone column of repacked Q4_K weights adds each pair of sub
+    // blocks into its float sums, as the gemm for 4 columns and more does (not a whole super block's integers at once).
+    const repack = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"), "utf8");
+    const gemv = repack.slice(repack.indexOf("void ggml_gemv_q4_K_8x8_q8_K("), repack.indexOf("void ggml_gemv_iq4_nl_8x8_q8_0("));
+    expect(gemv).toContain("acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);");
+    expect(gemv).toContain("acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);");
+    expect(gemv).not.toContain("iacc_b");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx"))).toEqual(["mmq.cpp"]);
-    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "llamafile", "ops.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "arch", "llamafile", "ops.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86"))).toEqual(["repack.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h"]);

@@ -1,11 +1,12 @@
-// The test models' GGUF writer: half floats, Q8_0 blocks as ggml lays them out, and a tiny model whose layer
-// matrices are Q8_0 (what the engine build's AMX check loads) read back by node-llama-cpp's GGUF reader.
+// The test models' GGUF writer: half floats, Q8_0 and Q4_K blocks as ggml lays them out, and a tiny model whose
+// layer matrices are Q8_0 (what the engine build's AMX check loads) read back by node-llama-cpp's GGUF reader.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GgmlType, readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { float16Bits, float16Value, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
+import { float16Bits, float16Value, quantizeQ4_0, quantizeQ4_K, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
+import { buildPeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 
 describe("float16Bits", () => {
@@ -49,23 +50,98 @@ describe("quantizeQ8_0", () => {
   });
 });
 
+describe("quantizeQ4_0", () => {
+  it("writes one 18-byte block per 32 values: the F16 scale (the largest magnitude, with its sign, over -8), then two values a byte", () => {
+    const values = Float32Array.from({ length: 32 }, (_, i) => (i - 12) / 10);
+    const block = quantizeQ4_0(values);
+    expect(block.length).toBe(18);
+    const d = float16Value(block.readUInt16LE(0));
+    expect(d).toBeCloseTo(1.9 / -8, 3);
+    // ggml's dequantize_row_q4_0: value j in the low nibble of byte j, value j + 16 in its high nibble.
+    for (let j = 0; j < 16; j++) {
+      const byte = block[2 + j]!;
+      expect(Math.abs(((byte & 0xf) - 8) * d - values[j]!)).toBeLessThanOrEqual(Math.abs(d) / 2 + 1e-3);
+      expect(Math.abs(((byte >> 4) - 8) * d - values[j + 16]!)).toBeLessThanOrEqual(Math.abs(d) / 2 + 1e-3);
+    }
+    // The largest value is -8 steps exactly.
+    expect(block[2 + 15]! >> 4).toBe(0);
+  });
+});
+
+/** ggml's dequantize_row_q4_K (ggml-quants.c), written from its source: what llama.cpp reads from a Q4_K block. */
+function dequantizeQ4_K(blocks: Buffer): Float32Array {
+  const out = new Float32Array((blocks.length / 144) * 256);
+  for (let b = 0; b < blocks.length / 144; b++) {
+    const at = b * 144;
+    const d = float16Value(blocks.readUInt16LE(at));
+    const dmin = float16Value(blocks.readUInt16LE(at + 2));
+    const q = blocks.subarray(at + 4, at + 16);
+    const scaleMin = (j: number): [number, number] =>
+      j < 4 ? [q[j]! & 63, q[j + 4]! & 63] : [(q[j + 4]! & 0xf) | ((q[j - 4]! >> 6) << 4), (q[j + 4]! >> 4) | ((q[j]! >> 6) << 4)];
+    for (let j = 0, is = 0; j < 256; j += 64, is += 2) {
+      const [sc1, m1] = scaleMin(is);
+      const [sc2, m2] = scaleMin(is + 1);
+      for (let l = 0; l < 32; l++) {
+        const byte = blocks[at + 16 + j / 2 + l]!;
+        out[b * 256 + j + l] = d * sc1 * (byte & 0xf) - dmin * m1;
+        out[b * 256 + j + 32 + l] = d * sc2 * (byte >> 4) - dmin * m2;
+      }
+    }
+  }
+  return out;
+}
+
+describe("quantizeQ4_K", () => {
+  it("writes one 144-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+    // Sub blocks of different ranges (their 6-bit scales and minimums differ), past the first four (packed apart).
+    const values = Float32Array.from({ length: 512 }, (_, i) => random() * (1 + (Math.floor(i / 32) % 8)) * 0.01);
+    const blocks = quantizeQ4_K(values);
+    expect(blocks.length).toBe(288);
+    const back = dequantizeQ4_K(blocks);
+    for (let sub = 0; sub < 16; sub++) {
+      const part = values.subarray(sub * 32, (sub + 1) * 32);
+      const step = (Math.max(...part) - Math.min(0, ...part)) / 15;
+      for (let i = 0; i < 32; i++) expect(Math.abs(back[sub * 32 + i]! - part[i]!)).toBeLessThan(step);
+    }
+  });
+
+  it("refuses a count that is not whole super blocks", () => {
+    expect(() => quantizeQ4_K(new Float32Array(300))).toThrow(/multiple of 256/);
+  });
+
+  it("a random model with Q4_K layer matrices, as llama.cpp's reader sees it", async () => {
+    const types = await tensorTypes(buildPeerModel({ nEmbd: 256, nLayers: 1, nHead: 2, nFf: 256, contextLength: 512, seed: 3, blockWeights: "q4_k" }));
+    expect(types["blk.0.ffn_down.weight"]).toBe(GgmlType.Q4_K);
+    expect(types["blk.0.attn_q.weight"]).toBe(GgmlType.Q4_K);
+    expect(types["blk.0.attn_norm.weight"]).toBe(GgmlType.F32);
+    expect(types["output.weight"]).toBe(GgmlType.F32);
+  });
+});
+
+/** Each tensor's type as node-llama-cpp's GGUF reader reads it from this file, written to a temporary folder. */
+async function tensorTypes(file: Buffer): Promise<Record<string, GgmlType>> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-gguf-"));
+  try {
+    const path = join(dir, "model.gguf");
+    writeFileSync(path, file);
+    const info = await readGgufFileInfo(path, { logWarnings: false, sourceType: "filesystem" });
+    return Object.fromEntries((info.fullTensorInfo ?? []).map((t) => [t.name, t.ggmlType]));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("the tiny model with Q8_0 layer matrices", () => {
   it("stores the layer's matrices as Q8_0 and the rest as F32, and llama.cpp's reader agrees", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "svc-gguf-"));
-    try {
-      const path = join(dir, "tiny-q8.gguf");
-      const file = buildTinyModel({ blockWeights: "q8_0" });
-      writeFileSync(path, file);
-      expect(file.length).toBeLessThan(buildTinyModel().length);
-      const info = await readGgufFileInfo(path, { logWarnings: false, sourceType: "filesystem" });
-      const types = Object.fromEntries((info.fullTensorInfo ?? []).map((t) => [t.name, t.ggmlType]));
-      expect(types["blk.0.ffn_down.weight"]).toBe(GgmlType.Q8_0);
-      expect(types["blk.0.attn_q.weight"]).toBe(GgmlType.Q8_0);
-      expect(types["blk.0.attn_norm.weight"]).toBe(GgmlType.F32);
-      expect(types["output.weight"]).toBe(GgmlType.F32);
-      expect(types["token_embd.weight"]).toBe(GgmlType.F32);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const file = buildTinyModel({ blockWeights: "q8_0" });
+    expect(file.length).toBeLessThan(buildTinyModel().length);
+    const types = await tensorTypes(file);
+    expect(types["blk.0.ffn_down.weight"]).toBe(GgmlType.Q8_0);
+    expect(types["blk.0.attn_q.weight"]).toBe(GgmlType.Q8_0);
+    expect(types["blk.0.attn_norm.weight"]).toBe(GgmlType.F32);
+    expect(types["output.weight"]).toBe(GgmlType.F32);
+    expect(types["token_embd.weight"]).toBe(GgmlType.F32);
   });
 });
