@@ -2,6 +2,10 @@
 // (CI runs both). Alone because a server started by another test while the build exists would run on it.
 import { defineConfig } from "vitest/config";
 
+// The test workers (forks of this process) run libuv's pool with one thread, as `svc serve` and the engine
+// process do (bin/libuv-pool.js), so the slot loop takes the paths users get (TokenPaths.queuedSamplings).
+if ((process.env.UV_THREADPOOL_SIZE ?? "").trim() === "") process.env.UV_THREADPOOL_SIZE = "1";
+
 export default defineConfig({
   test: {
     include: ["test/engine-build/**/*.test.ts"],

@@ -44,7 +44,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOp
 import { newSampler, type Binding, type Sampler } from "./context-binding.js";
 import type { DraftSource } from "./draft-model.js";
 import { Guesser, isLookaheadBias, KeepRateHistory, predictionPrefix, takesGuesses, type SpeculationLookup } from "./speculation.js";
-import type { DecodeThreads } from "./thread-policy.js";
+import { libuvPoolThreads, type DecodeThreads } from "./thread-policy.js";
 import { keptGuesses, microBatches, StepCosts } from "./step-costs.js";
 import type { SampledToken, TokenMetadata } from "./token-probabilities.js";
 
@@ -187,15 +187,22 @@ export interface TokenPaths {
   stepSampling: boolean;
   /** Prompt-lookup speculation (issue 44): guessed tokens checked in the step that decodes a sampled token. */
   speculation: boolean;
+  /**
+   * A greedy verification's samplings queued together (`verify`), one trip through libuv's pool for all of a
+   * step's guesses; taken only where the pool has one thread (`svc serve` and the engine process: bin/libuv-pool.js),
+   * which runs them one after another in the order queued (two at once on one sampler would share its buffer).
+   */
+  queuedSamplings: boolean;
 }
 
 /**
- * The paths asked for at load: all, unless `SVC_SOLO_LOOP=0` or `SVC_STEP_SAMPLING=0` (to compare them with
- * the token-by-token path) or `SVC_SPECULATION=off` (`svc serve --speculation off`), read here once, never per call.
+ * The paths asked for at load: all, unless `SVC_SOLO_LOOP=0`, `SVC_STEP_SAMPLING=0` or `SVC_QUEUED_SAMPLINGS=0`
+ * (to compare them with the token-by-token path) or `SVC_SPECULATION=off` (`svc serve --speculation off`), read
+ * here once, never per call.
  */
 export function tokenPathsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TokenPaths {
   const speculation = (env.SVC_SPECULATION ?? "").trim().toLowerCase();
-  return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0", speculation: speculation !== "off" && speculation !== "0" };
+  return { solo: env.SVC_SOLO_LOOP !== "0", stepSampling: env.SVC_STEP_SAMPLING !== "0", speculation: speculation !== "off" && speculation !== "0", queuedSamplings: env.SVC_QUEUED_SAMPLINGS !== "0" };
 }
 
 
@@ -317,6 +324,7 @@ export class SlotLoop {
       solo: this.available && paths.solo && typeof binding?.runSolo === "function",
       stepSampling: this.available && paths.stepSampling && typeof binding?.decodeBatchAndSample === "function",
       speculation: this.available && paths.speculation && typeof binding?.removeTokenCellsFromSequence === "function",
+      queuedSamplings: this.available && paths.queuedSamplings && libuvPoolThreads() === 1,
     };
   }
 
@@ -870,9 +878,29 @@ export class SlotLoop {
    */
   private async verify(binding: Binding, track: Track, draft: Token[], positions: Uint32Array): Promise<SampledToken[]> {
     const out: SampledToken[] = [];
+    // Greedy with fixed settings, each position's sampling is the same whatever was kept before it (no draws,
+    // no settings changed between them): they are queued several at a time and run back to back on the pool's
+    // one thread, where one at a time cost a trip through the pool each (a step of 63 echo tokens on the
+    // prebuilt binaries: one stream 1.28 times as fast, docs/performance.md section 49). The batches double
+    // (2, 2, 4, 8, ...): a step whose guesses are all kept takes 6 trips for 63, and the samplings past the
+    // first refused guess, wasted, are never more than those kept before it plus one.
+    const queued: Array<ReturnType<Binding["sampleToken"]>> = [];
+    const sample = (i: number) => {
+      if (!this.paths.queuedSamplings || !track.fixed || (track.options.temperature ?? 0) > 0) return binding.sampleToken(positions[i]!, track.sampler);
+      if (i >= queued.length) {
+        const end = Math.min(draft.length + 1, Math.max(2, 2 * queued.length));
+        while (queued.length < end) {
+          const sampling = binding.sampleToken(positions[queued.length]!, track.sampler);
+          // Read in turn, or not at all: a failure is the caller's when read, never an unhandled rejection.
+          sampling.catch(() => undefined);
+          queued.push(sampling);
+        }
+      }
+      return queued[i]!;
+    };
     for (let i = 0; i <= draft.length; i++) {
       if (i > 0) configureAfter(track, draft, i);
-      const result = await binding.sampleToken(positions[i]!, track.sampler);
+      const result = await sample(i);
       const token = (typeof result === "number" ? result : result[0]) as Token;
       if (token === -1) {
         if (i === 0) out.push({ token });
@@ -882,6 +910,8 @@ export class SlotLoop {
       out.push({ token, speculation: { drafted: i === 0 ? draft.length : 0, accepted: kept } });
       if (!kept) break;
     }
+    // The samplings queued past the refused guess end before the guesses come out of the sequence (keepVerified).
+    await Promise.allSettled(queued.slice(out.length));
     // Sampling failed after a kept guess: that guess is the last token then, fed again like any other.
     const last = out.at(-1)!;
     if (last.speculation?.accepted) last.speculation = { drafted: last.speculation.drafted, accepted: false };

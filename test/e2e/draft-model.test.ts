@@ -78,7 +78,7 @@ const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.
  * decodes. `costs`: the steps' prices (every guess kept unless given).
  */
 async function run(draft: DraftSource | null, prompt: Token[], options: SequenceEvaluateOptions, n: number, costs: StepCosts = keepAllGuesses()) {
-  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null }, draft, costs);
+  const loop = new SlotLoop(target.context, target.model, { solo: false, stepSampling: false, speculation: draft !== null, queuedSamplings: true }, draft, costs);
   expect(loop.describe()).toContain(draft ? "draft-model speculation" : "the slot loop");
   const sequence = target.context.getSequence();
   let decodes = 0;

@@ -38,7 +38,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "svc-parallel-"));
   const modelPath = ensurePeerModel(join(dir, "random.gguf"), SHAPE);
   engine = await LlamaEngine.load({ modelPath, threads: 1, sequences: 4, contextSize: 1024, gpu: "cpu" });
-  tokenByToken = await LlamaEngine.load({ modelPath, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", tokenPaths: { solo: false, stepSampling: false, speculation: false } });
+  tokenByToken = await LlamaEngine.load({ modelPath, threads: 1, sequences: 1, contextSize: 1024, gpu: "cpu", tokenPaths: { solo: false, stepSampling: false, speculation: false, queuedSamplings: false } });
 });
 afterAll(async () => {
   await engine?.close();
@@ -87,7 +87,7 @@ describe("LlamaEngine with 4 sequences", () => {
     // silently so; this test says so when a node-llama-cpp update moves them.
     const loop = (engine as unknown as { loop: { available: boolean } }).loop;
     expect(loop.available).toBe(true);
-    expect((tokenByToken as unknown as { loop: { paths: object } }).loop.paths).toEqual({ solo: false, stepSampling: false, speculation: false });
+    expect((tokenByToken as unknown as { loop: { paths: object } }).loop.paths).toEqual({ solo: false, stepSampling: false, speculation: false, queuedSamplings: false });
     let samples = 0;
     const undo = spyOnBinding((tokenByToken as unknown as { context: object }).context, (method) => {
       if (method === "sampleToken") samples++;

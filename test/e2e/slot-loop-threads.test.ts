@@ -43,7 +43,7 @@ async function watch(work: () => Promise<unknown>): Promise<string[]> {
 
 describe("the slot loop's threads per decode", () => {
   it("a prompt and a step of two sequences with all threads, a lone sequence's steps with one", async () => {
-    const loop = new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false }, null, undefined, DecodeThreads.for({ batch: 2, single: 1 }));
+    const loop = new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false, queuedSamplings: false }, null, undefined, DecodeThreads.for({ batch: 2, single: 1 }));
     const prompt = model.tokenize("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", true);
     const alone = context.getSequence();
     const lone = await watch(() => take(loop.evaluate(alone, prompt, {}, { temperature: 0 }), 4));
@@ -83,15 +83,15 @@ describe("the slot loop's threads per decode", () => {
       }
     };
     try {
-      const driven = await answer(new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false }, null));
-      const quietLoop = new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false }, null, undefined, policy(0));
+      const driven = await answer(new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false, queuedSamplings: false }, null));
+      const quietLoop = new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false, queuedSamplings: false }, null, undefined, policy(0));
       expect(quietLoop.describe()).toBe("node-llama-cpp's evaluate for every token (its binding lacks the slot loop's shapes)");
       const quiet = await answer(quietLoop);
       expect(quiet.tokens).toEqual(driven.tokens);
       expect(quiet.calls.length).toBeGreaterThanOrEqual(5);
       for (const call of quiet.calls) expect(call).toMatch(/@2$/);
       // Busy: the policy's first reading starts its window (all threads for the prompt), then 1 thread.
-      const busy = await answer(new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false }, null, undefined, policy(1)));
+      const busy = await answer(new SlotLoop(foreign, model, { solo: false, stepSampling: false, speculation: false, queuedSamplings: false }, null, undefined, policy(1)));
       expect(busy.tokens).toEqual(driven.tokens);
       expect(busy.calls[0]).toBe(`decode:${prompt.length}@2`);
       for (const call of busy.calls.slice(1)) expect(call).toBe("decode:1@1");
@@ -101,7 +101,7 @@ describe("the slot loop's threads per decode", () => {
   });
 
   it("without a policy the loop leaves the context's own count alone", async () => {
-    const loop = new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false }, null);
+    const loop = new SlotLoop(context, model, { solo: false, stepSampling: false, speculation: false, queuedSamplings: false }, null);
     const sequence = context.getSequence();
     const calls: string[] = [];
     const undo = spyOnBinding(context, (method) => calls.push(method));

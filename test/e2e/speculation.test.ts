@@ -15,6 +15,7 @@ import { ensurePeerModel } from "../../bench/peer-model.js";
 import { PROMPT_LOOKUP_DEFAULTS } from "../../server/engine/prompt-lookup.js";
 import { AHEAD_WAIT_MS, SlotLoop } from "../../server/engine/slot-loop.js";
 import { SPECULATION_BATCH_GUESSES } from "../../server/engine/speculation.js";
+import { libuvPoolThreads } from "../../server/engine/thread-policy.js";
 import { FixedStepCosts, keepAllGuesses } from "../support/step-costs.js";
 import type { SampledToken } from "../../server/engine/token-probabilities.js";
 import { spyOnBinding } from "../support/binding-spy.js";
@@ -41,7 +42,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const paths = (speculation: boolean) => ({ solo: false, stepSampling: false, speculation });
+const paths = (speculation: boolean) => ({ solo: false, stepSampling: false, speculation, queuedSamplings: true });
 const state = (s: LlamaContextSequence) => ({ next: s.nextTokenIndex, tokens: s.contextTokens });
 
 /** Runs one evaluation on a fresh sequence, counting the decodes; the sequence's state after it. */
@@ -51,18 +52,29 @@ async function run(
   prompt: Token[],
   options: SequenceEvaluateOptions,
   n: number,
-): Promise<{ tokens: Token[]; sampled: SampledToken[]; decodes: number; state: ReturnType<typeof state> }> {
+): Promise<{ tokens: Token[]; sampled: SampledToken[]; decodes: number; samplings: number; mostAtOnce: number; state: ReturnType<typeof state> }> {
   const loop = new SlotLoop(on.context, on.model, paths(speculation), null, keepAllGuesses());
   expect(loop.paths.speculation).toBe(speculation);
+  // The test workers' libuv pool has one thread (vitest.config.ts, unless UV_THREADPOOL_SIZE says otherwise),
+  // as the server's: verifications queue their samplings.
+  expect(loop.paths.queuedSamplings, `UV_THREADPOOL_SIZE=${process.env.UV_THREADPOOL_SIZE}`).toBe(libuvPoolThreads() === 1);
   const sequence = on.context.getSequence();
   let decodes = 0;
+  /** The samplings asked for, and the most that were under way at once (queued together). */
+  let samplings = 0;
+  let underWay = 0;
+  let mostAtOnce = 0;
   const undo = spyOnBinding(on.context, (method) => {
     if (method === "decodeBatch") decodes++;
+    if (method !== "sampleToken") return;
+    samplings++;
+    mostAtOnce = Math.max(mostAtOnce, ++underWay);
+    return () => underWay--;
   });
   try {
     const sampled = await take(loop.evaluate(sequence, prompt, {}, { ...options, yieldEogToken: true }), n, on.model);
     // The erase after a stop runs in the evaluation's finally, before take() returns.
-    return { tokens: sampled.map((t) => t.token), sampled, decodes, state: state(sequence) };
+    return { tokens: sampled.map((t) => t.token), sampled, decodes, samplings, mostAtOnce, state: state(sequence) };
   } finally {
     undo();
     sequence.dispose();
@@ -92,6 +104,11 @@ describe("speculation (prompt lookup) in the slot loop", () => {
     expect(off.decodes).toBe(on.tokens.length);
     expect(on.decodes).toBeLessThanOrEqual(Math.ceil(off.decodes / 3));
     expect(off.sampled.every((t) => t.speculation === undefined)).toBe(true);
+    // A step's positions are sampled several at a time (greedy: none depends on another), in batches that
+    // double; those past a refused guess (the end of the turn) are no more than the tokens kept before it, plus one.
+    expect(off.mostAtOnce).toBe(1);
+    expect(on.mostAtOnce).toBeGreaterThanOrEqual(libuvPoolThreads() === 1 ? 4 : 1);
+    expect(on.samplings).toBeLessThanOrEqual(2 * on.tokens.length + on.decodes);
   });
 
   it("keeps a token and its guesses within a small batch", async () => {
@@ -173,6 +190,8 @@ describe("speculation (prompt lookup) in the slot loop", () => {
         const spec = await run(on, true, prompt, options, 80);
         expect(spec.tokens, `seed ${seed}`).toEqual(off.tokens);
         expect(spec.state).toEqual(off.state);
+        // Drawn: one position at a time, each draw only where the one before was kept (the generator's order).
+        expect(spec.mostAtOnce).toBe(1);
       }
     }
   });

@@ -230,7 +230,7 @@ describe("svc engine build", () => {
     expect(solo.stalled).toEqual({ outcome: "read", next: 4 });
     // Speculation beside the build's paths (issue 44): evaluate's tokens and state, greedy and seeded, where
     // the answer repeats the conversation, with guesses checked on the way.
-    expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
+    expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true, queuedSamplings: true });
     expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
     expect(solo.speculation!.seeded).toMatchObject({ sameTokens: true, sameState: true });
     expect(solo.speculation!.greedy.drafted).toBeGreaterThan(0);
@@ -327,7 +327,7 @@ describe("svc engine build, the addon alone", () => {
       expect(solo.greedy).toMatchObject({ sameTokens: true, sameState: true, stepDecodes: 0, samplings: 0 });
       expect(solo.greedy!.sampled).toBeGreaterThanOrEqual(150);
       expect(solo.together).toEqual({ sameTokens: true, sameState: true, stepSampled: 123, samplings: 0, runs: 0 });
-      expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true });
+      expect(solo.speculation!.paths).toEqual({ solo: true, stepSampling: true, speculation: true, queuedSamplings: true });
       expect(solo.speculation!.greedy).toMatchObject({ sameTokens: true, sameState: true });
       expect(solo.echoSolo).toMatchObject({ tokens: 100, runs: 0 });
       expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true, laterRounds: [7, 3, 2, 1, 2], timed: true });

@@ -271,7 +271,7 @@ const results: Record<string, unknown> = { build: "local" };
   // Speculation beside the build's paths: an answer that repeats the conversation (the model's own greedy
   // answer, twice, then the question again) gives evaluate's tokens and state, greedy and seeded.
   await sequencesFree(2);
-  const guessing = new SlotLoop(context, model, { solo: true, stepSampling: true, speculation: true }, null, keepAllGuesses());
+  const guessing = new SlotLoop(context, model, { solo: true, stepSampling: true, speculation: true, queuedSamplings: true }, null, keepAllGuesses());
   const head = prompt("say it again");
   const first = context.getSequence();
   const answer = await take(first.evaluateWithMetadata(head, {}, greedy), 60);
@@ -305,7 +305,7 @@ const results: Record<string, unknown> = { build: "local" };
   const echoPath = ensureEchoModel(join(dir, "echo.gguf"), { nEmbd: 512, nLayers: 2, nHead: 4, nFf: 512, contextLength: 4096, seed: ECHO_MODEL.seed });
   const echoModel = await llama.loadModel({ modelPath: echoPath, gpuLayers: 0 });
   const echoContext = await echoModel.createContext({ contextSize: 1024, sequences: 1, threads: 1 });
-  const loop = new SlotLoop(echoContext, echoModel, { solo: true, stepSampling: true, speculation: true }, null, keepAllGuesses());
+  const loop = new SlotLoop(echoContext, echoModel, { solo: true, stepSampling: true, speculation: true, queuedSamplings: true }, null, keepAllGuesses());
   const feed = echoModel.tokenize(`<|im_start|>user\nRewrite this file.\n${echoAnswer(120)}\n<|im_end|>\n<|im_start|>assistant\n`, true);
   const sequence = echoContext.getSequence();
   let accepted = 0;
