@@ -79,6 +79,11 @@ export interface DraftModelOptions {
   contention?: CoreContention;
   /** Logical cores of the machine (default: what Node says this process may use). */
   cores?: number;
+  /**
+   * A round's samplings queued behind its decode (slot-loop.ts `samplingsQueue`: libuv's one pool thread runs
+   * them in order), one trip through the pool a round instead of two; default off.
+   */
+  queuedSamplings?: boolean;
 }
 
 /** A sequence of the draft context: its id there, what its cells hold, and its greedy sampler. */
@@ -124,6 +129,7 @@ export class DraftModel implements DraftSource {
     private readonly minConfidence: number,
     /** On a CPU with more than one thread: the count of each decode (null: the context's own). */
     private readonly threads: DecodeThreads | null,
+    private readonly queuedSamplings: boolean,
   ) {}
 
   /** Loads the draft model and its context; throws AppError when it cannot serve as the target's draft. */
@@ -158,7 +164,7 @@ export class DraftModel implements DraftSource {
       const threads = onCpu
         ? DecodeThreads.for(options.split ?? { batch: options.threads, single: options.threads }, { contention: options.contention ?? new CoreContention(), cores: options.cores })
         : null;
-      return new DraftModel(name, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads);
+      return new DraftModel(name, model, context, options.minConfidence ?? DRAFT_MIN_CONFIDENCE, threads, options.queuedSamplings ?? false);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       throw err;
@@ -251,17 +257,24 @@ export class DraftModel implements DraftSource {
       room -= take;
       entries.push({ writing, tokens: writing.feed.slice(0, take), last: take === writing.feed.length });
     }
-    const logits = await this.decode(entries.map((e) => ({ sequence: e.writing.sequence, tokens: e.tokens, logit: e.last })));
-    if (logits === null) {
+    const binding = this.binding();
+    const sample = (logits: Uint32Array[], i: number) => binding.sampleToken(logits[i]![0]!, entries[i]!.writing.sequence.sampler, false, true).catch(() => -1 as const);
+    // Queued behind the decode, where the pool runs jobs in order: its samplings start as it ends, with no
+    // trip through JavaScript between (docs/performance.md section 49).
+    const decoded = await this.decode(
+      entries.map((e) => ({ sequence: e.writing.sequence, tokens: e.tokens, logit: e.last })),
+      this.queuedSamplings ? (logits) => entries.map((e, i) => (e.last ? sample(logits, i) : null)) : undefined,
+    );
+    if (decoded === null) {
       for (const { writing } of entries) this.finish(writing);
       return;
     }
+    const { logits, queued } = decoded;
     for (const e of entries) e.writing.feed = e.writing.feed.slice(e.tokens.length);
-    const binding = this.binding();
     const samples = await Promise.all(
       entries.map(async ({ writing, last }, i) => {
         if (!last) return null;
-        const sampled = await binding.sampleToken(logits[i]![0]!, writing.sequence.sampler, false, true).catch(() => -1 as const);
+        const sampled = await (queued?.[i] ?? sample(logits, i));
         const [token, confidence] = Array.isArray(sampled) ? [sampled[0], sampled[2] ?? 1] : [sampled, 1];
         const ends = token < 0 || writing.guesses.length + 1 >= writing.max || this.model.isEogToken(token as Token);
         return { writing, token: token as Token, sure: confidence >= this.minConfidence, ends };
@@ -343,9 +356,14 @@ export class DraftModel implements DraftSource {
    * `logit`; returns each part's logit indexes, or null where the decode failed (the parts' sequences are then
    * emptied, to be read again from the start).
    */
-  private async decode(parts: Array<{ sequence: DraftSequence; tokens: Token[]; logit: boolean }>): Promise<Uint32Array[] | null> {
+  private async decode<T>(
+    parts: Array<{ sequence: DraftSequence; tokens: Token[]; logit: boolean }>,
+    /** Jobs to queue right behind the decode (its samplings), given the parts' logit indexes. */
+    queue?: (logits: Uint32Array[]) => T[],
+  ): Promise<{ logits: Uint32Array[]; queued: T[] | undefined } | null> {
     const binding = this.binding();
     const size = parts.reduce((n, p) => n + p.tokens.length, 0);
+    let queued: T[] | undefined;
     try {
       binding.initBatch(size);
       const logits = parts.map((p) =>
@@ -354,11 +372,15 @@ export class DraftModel implements DraftSource {
       const threads = this.threads?.forBatch(size);
       if (threads !== undefined) binding.setThreads(threads);
       const started = performance.now();
-      await binding.decodeBatch();
+      const decoding = binding.decodeBatch();
+      queued = queue?.(logits);
+      await decoding;
       if (threads !== undefined) this.threads!.decoded(size, threads, performance.now() - started);
       for (const p of parts) p.sequence.held.push(...p.tokens);
-      return logits;
+      return { logits, queued };
     } catch {
+      // What was queued behind a failed decode ends before its sequences are emptied.
+      if (queued) await Promise.allSettled(queued);
       for (const p of parts) this.empty(p.sequence, p.sequence.held.length + p.tokens.length);
       return null;
     }

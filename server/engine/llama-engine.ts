@@ -34,7 +34,7 @@ import { SequencePool } from "./sequence-pool.js";
 import { UnpricedStepCosts } from "./step-costs.js";
 import { CoreContention, DecodeThreads, libuvPoolThreads, splitThreads, usesOpenMp } from "./thread-policy.js";
 import { engineBuildHint, engineBuildHintInWindow, nodeLlamaCppVersion } from "./engine-build.js";
-import { SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
+import { samplingsQueue, SlotLoop, tokenPathsFromEnvironment, type TokenPaths } from "./slot-loop.js";
 import type { SpeculationLookup } from "./speculation.js";
 import { jsonQuotedText } from "./prompt-lookup.js";
 import { intoHugePages, ramForWeights, transparentHugePageMode, useMmapFor, type WeightsSetting } from "./huge-pages.js";
@@ -95,8 +95,8 @@ async function loadDraftModel(
   llama: Llama,
   modelPath: string,
   target: { model: LlamaModel; context: LlamaContext },
-  /** The served model's threads and their policy's inputs, which the draft's decodes share. */
-  threads: Pick<DraftModelOptions, "threads" | "split" | "contention" | "cores">,
+  /** The served model's threads and their policy's inputs, which the draft's decodes share; whether its rounds may queue their samplings. */
+  threads: Pick<DraftModelOptions, "threads" | "split" | "contention" | "cores" | "queuedSamplings">,
   log: LlamaEngineOptions["log"],
 ): Promise<DraftModel> {
   const started = performance.now();
@@ -308,7 +308,7 @@ export class LlamaEngine implements Engine {
       // slows every object built key by key until the next full collection: run it now (core/gc.ts).
       fullCollection();
       const paths = speculationPaths(options);
-      const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, { threads, split, contention, cores }, options.log) : null;
+      const draft = options.draftModelPath && paths.speculation ? await loadDraftModel(llama, options.draftModelPath, { model, context }, { threads, split, contention, cores, queuedSamplings: samplingsQueue(paths) }, options.log) : null;
       const engine = new LlamaEngine(llama, model, context, new SequencePool(context, sequences), { thinking, fast }, syntax, info, facts, gpu, options.tokenizeTimeoutMs ?? TOKENIZE_TIMEOUT_MS, paths, draft, decodeThreads);
       options.log?.("debug", `Tokens are produced by ${engine.loop.describe()}.`);
       if (draft && !engine.loop.paths.speculation) {

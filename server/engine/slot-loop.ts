@@ -195,6 +195,11 @@ export interface TokenPaths {
   queuedSamplings: boolean;
 }
 
+/** Whether the binding's jobs may be queued behind one another (`queuedSamplings`): asked for, and libuv's pool has one thread, which runs them in the order queued. */
+export function samplingsQueue(paths: TokenPaths): boolean {
+  return paths.queuedSamplings && libuvPoolThreads() === 1;
+}
+
 /**
  * The paths asked for at load: all, unless `SVC_SOLO_LOOP=0`, `SVC_STEP_SAMPLING=0` or `SVC_QUEUED_SAMPLINGS=0`
  * (to compare them with the token-by-token path) or `SVC_SPECULATION=off` (`svc serve --speculation off`), read
@@ -324,7 +329,7 @@ export class SlotLoop {
       solo: this.available && paths.solo && typeof binding?.runSolo === "function",
       stepSampling: this.available && paths.stepSampling && typeof binding?.decodeBatchAndSample === "function",
       speculation: this.available && paths.speculation && typeof binding?.removeTokenCellsFromSequence === "function",
-      queuedSamplings: this.available && paths.queuedSamplings && libuvPoolThreads() === 1,
+      queuedSamplings: this.available && samplingsQueue(paths),
     };
   }
 

@@ -48,8 +48,8 @@ afterAll(async () => {
  * The tiny model gives its greedy token a probability of about 0.5, under the default cutoff (0.6, where a
  * draft stops): the tests that want long drafts take a lower one.
  */
-async function draftOf(modelPath: string, minConfidence = 0.3): Promise<DraftModel> {
-  const draft = await DraftModel.load({ llama, modelPath, target, threads: 1, minConfidence });
+async function draftOf(modelPath: string, minConfidence = 0.3, queuedSamplings = false): Promise<DraftModel> {
+  const draft = await DraftModel.load({ llama, modelPath, target, threads: 1, minConfidence, queuedSamplings });
   drafts.push(draft);
   return draft;
 }
@@ -114,6 +114,33 @@ describe("speculation with a draft model (--draft-model)", () => {
     expect(drafted - accepted).toBeLessThanOrEqual(2);
     expect(off.decodes).toBe(off.tokens.length);
     expect(on.decodes).toBeLessThanOrEqual(Math.ceil(off.decodes / 3));
+  });
+
+  it("with libuv's one pool thread, each round's samplings are queued behind its decode: the same guesses, the same answer", async () => {
+    const prompt = target.model.tokenize("<|im_start|>user\nwrite a long story<|im_end|>\n<|im_start|>assistant\n", true);
+    const answers = [];
+    for (const queued of [false, true]) {
+      const draft = await draftOf(inject("tinyModelPath"), 0.3, queued);
+      /** For each sampling of the draft context: whether a decode was still under way when it was asked for. */
+      const behindDecode: boolean[] = [];
+      let decoding = false;
+      const undo = spyOnBinding(draftContext(draft), (method) => {
+        if (method === "sampleToken") behindDecode.push(decoding);
+        if (method !== "decodeBatch") return;
+        decoding = true;
+        return () => (decoding = false);
+      });
+      try {
+        answers.push(await run(draft, prompt, { temperature: 0 }, 60));
+      } finally {
+        undo();
+      }
+      expect(behindDecode.length).toBeGreaterThan(10);
+      expect(behindDecode.every((b) => b === queued)).toBe(true);
+    }
+    expect(answers[1]!.tokens).toEqual(answers[0]!.tokens);
+    expect(counts(answers[1]!.sampled)).toEqual(counts(answers[0]!.sampled));
+    expect(answers[1]!.decodes).toBe(answers[0]!.decodes);
   });
 
   it("guesses the steps' prices keep dropping: the draft model waits 2, 4, 8 tokens before it is asked again, not asked at every token; the same tokens", async () => {
