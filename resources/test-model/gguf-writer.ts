@@ -1,4 +1,4 @@
-// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32, Q8_0, Q4_0 or Q4_K.
+// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32, Q8_0, Q4_0, Q4_K or Q2_K.
 // Format reference: ggml's docs/gguf.md. Only what the test model needs is supported.
 
 export type GgufScalar =
@@ -26,13 +26,13 @@ export interface GgufTensor {
    * largest magnitude over 127, then 32 signed bytes), which needs dims[0] to be a multiple of 32. Zeros and
    * values that are whole multiples of their block's scale survive Q8_0 exactly. Or Q4_0 (blocks of 32: an
    * F16 scale and 16 bytes of 4-bit values), or Q4_K (super blocks of 256 values along dims[0], the K-quant
-   * most Q4_K_M layers use), which needs dims[0] to be a multiple of 256.
+   * most Q4_K_M layers use), or Q2_K (super blocks of 256 too), which need dims[0] to be a multiple of 256.
    */
-  type?: "f32" | "q8_0" | "q4_0" | "q4_k";
+  type?: "f32" | "q8_0" | "q4_0" | "q4_k" | "q2_k";
 }
 
 const VALUE_TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10 } as const;
-const GGML_TYPE = { f32: 0, q4_0: 2, q8_0: 8, q4_k: 12 } as const;
+const GGML_TYPE = { f32: 0, q4_0: 2, q8_0: 8, q2_k: 10, q4_k: 12 } as const;
 const Q8_0_BLOCK = 32;
 const QK_K = 256;
 const ALIGNMENT = 32;
@@ -229,15 +229,54 @@ export function quantizeQ4_K(data: Float32Array): Buffer {
   return out;
 }
 
+/**
+ * ggml's Q2_K blocks for these values (a multiple of 256 of them): per super block of 256, 16 sub blocks of 16
+ * with a 4-bit scale and minimum each (one byte, scale in the low half), 2-bit values (four a byte, 32 bytes
+ * apart), then the F16 d and dmin, so that x = d·scale·q − dmin·min. A plain min-max fit, like quantizeQ4_K.
+ */
+export function quantizeQ2_K(data: Float32Array): Buffer {
+  if (data.length % QK_K !== 0) throw new Error(`Q2_K needs a multiple of ${QK_K} values, got ${data.length}`);
+  const BLOCK_BYTES = QK_K / 16 + QK_K / 4 + 4;
+  const out = Buffer.alloc((data.length / QK_K) * BLOCK_BYTES);
+  const half = (v: number) => float16Value(float16Bits(v));
+  for (let b = 0; b < data.length / QK_K; b++) {
+    const x = data.subarray(b * QK_K, (b + 1) * QK_K);
+    const scales: number[] = [];
+    const mins: number[] = [];
+    for (let j = 0; j < 16; j++) {
+      const sub = x.subarray(j * 16, (j + 1) * 16);
+      const lo = Math.min(0, ...sub);
+      scales.push((Math.max(...sub) - lo) / 3);
+      mins.push(-lo);
+    }
+    const d = half(Math.max(...scales) / 15);
+    const dmin = half(Math.max(...mins) / 15);
+    const sc = scales.map((v) => (d > 0 ? Math.min(15, Math.round(v / d)) : 0));
+    const mn = mins.map((v) => (dmin > 0 ? Math.min(15, Math.round(v / dmin)) : 0));
+    const at = b * BLOCK_BYTES;
+    for (let j = 0; j < 16; j++) out[at + j] = sc[j]! | (mn[j]! << 4);
+    const q = (i: number) => {
+      const j = Math.floor(i / 16);
+      const step = d * sc[j]!;
+      return step > 0 ? Math.max(0, Math.min(3, Math.round((x[i]! + dmin * mn[j]!) / step))) : 0;
+    };
+    for (let j = 0; j < QK_K; j += 128)
+      for (let l = 0; l < 32; l++) out[at + 16 + j / 4 + l] = q(j + l) | (q(j + l + 32) << 2) | (q(j + l + 64) << 4) | (q(j + l + 96) << 6);
+    out.writeUInt16LE(float16Bits(d), at + 80);
+    out.writeUInt16LE(float16Bits(dmin), at + 82);
+  }
+  return out;
+}
+
 function tensorBytes(t: GgufTensor): Buffer {
   if ((t.type ?? "f32") === "f32") return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
   if (t.type === "q4_0") {
     if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q4_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
     return quantizeQ4_0(t.data);
   }
-  if (t.type === "q4_k") {
-    if (t.dims[0]! % QK_K !== 0) throw new Error(`tensor ${t.name}: Q4_K needs dims[0] to be a multiple of ${QK_K}, got ${t.dims[0]}`);
-    return quantizeQ4_K(t.data);
+  if (t.type === "q4_k" || t.type === "q2_k") {
+    if (t.dims[0]! % QK_K !== 0) throw new Error(`tensor ${t.name}: ${t.type.toUpperCase()} needs dims[0] to be a multiple of ${QK_K}, got ${t.dims[0]}`);
+    return t.type === "q4_k" ? quantizeQ4_K(t.data) : quantizeQ2_K(t.data);
   }
   if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q8_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
   return quantizeQ8_0(t.data);

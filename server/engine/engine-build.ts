@@ -47,9 +47,9 @@ import { packageRoot } from "../core/version.js";
 /**
  * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and four to the llama.cpp it
  * ships: sgemm-few-columns and flash-attn-few-queries, speed-ups that also give a token the same sums in a step
- * of any shape; repack-gemv-order, the same sums for a lone token of Q4_K weights as for several; amx-tile-config,
- * a fix without which GCC 12 and later build AMX kernels that crash on their first tile instruction), in the
- * order they apply (resources/engine-patches/NAME.patch).
+ * of any shape; repack-gemv-order, the same sums for a lone token of Q4_K and Q2_K weights as for several;
+ * amx-tile-config, a fix without which GCC 12 and later build AMX kernels that crash on their first tile
+ * instruction), in the order they apply (resources/engine-patches/NAME.patch).
  */
 export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order"]);
 

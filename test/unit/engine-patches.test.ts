@@ -144,13 +144,16 @@ describe("node-llama-cpp addon patches", () => {
     expect(ops).toContain("if (!use_ref && neq1 < (int64_t) ggml_fa_tile_config::Q &&");
     expect(ops.indexOf("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);")).toBeLessThan(ops.indexOf("const bool use_split_kv_path"));
     expect(ops.split("ggml_compute_forward_flash_attn_ext_f16_rows(dst, g % neq2, g / neq2);").length).toBe(2);
-    // repack-gemv-order.patch: llama.cpp's gemv for a lone column of repacked Q4_K weights adds each pair of sub
-    // blocks into its float sums, as the gemm for 4 columns and more does (not a whole super block's integers at once).
+    // repack-gemv-order.patch: llama.cpp's gemv for a lone column of repacked Q4_K and Q2_K weights adds each sb's
+    // sub blocks into its float sums, as the gemm for 4 columns and more does (not a whole super block's integers at once).
     const repack = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"), "utf8");
-    const gemv = repack.slice(repack.indexOf("void ggml_gemv_q4_K_8x8_q8_K("), repack.indexOf("void ggml_gemv_iq4_nl_8x8_q8_0("));
-    expect(gemv).toContain("acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);");
-    expect(gemv).toContain("acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);");
-    expect(gemv).not.toContain("iacc_b");
+    for (const name of ["ggml_gemv_q4_K_8x8_q8_K", "ggml_gemv_q2_K_8x8_q8_K"]) {
+      const start = repack.indexOf(`void ${name}(`);
+      const gemv = repack.slice(start, repack.indexOf("\n}\n", start));
+      expect(gemv).toContain("acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);");
+      expect(gemv).toContain("acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);");
+      expect(gemv).not.toContain("iacc_b");
+    }
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);

@@ -1,11 +1,11 @@
-// The test models' GGUF writer: half floats, Q8_0 and Q4_K blocks as ggml lays them out, and a tiny model whose
+// The test models' GGUF writer: half floats, Q8_0, Q4_0, Q4_K and Q2_K blocks as ggml lays them out, and a tiny model whose
 // layer matrices are Q8_0 (what the engine build's AMX check loads) read back by node-llama-cpp's GGUF reader.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GgmlType, readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { float16Bits, float16Value, quantizeQ4_0, quantizeQ4_K, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
+import { float16Bits, float16Value, quantizeQ2_K, quantizeQ4_0, quantizeQ4_K, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
 import { buildPeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 
@@ -117,6 +117,43 @@ describe("quantizeQ4_K", () => {
     expect(types["blk.0.attn_q.weight"]).toBe(GgmlType.Q4_K);
     expect(types["blk.0.attn_norm.weight"]).toBe(GgmlType.F32);
     expect(types["output.weight"]).toBe(GgmlType.F32);
+  });
+});
+
+/** ggml's dequantize_row_q2_K (ggml-quants.c), written from its source. */
+function dequantizeQ2_K(blocks: Buffer): Float32Array {
+  const out = new Float32Array((blocks.length / 84) * 256);
+  let y = 0;
+  for (let b = 0; b < blocks.length / 84; b++) {
+    const at = b * 84;
+    const d = float16Value(blocks.readUInt16LE(at + 80));
+    const min = float16Value(blocks.readUInt16LE(at + 82));
+    let is = 0;
+    for (let n = 0; n < 256; n += 128) {
+      const q = at + 16 + n / 4;
+      for (let shift = 0; shift < 8; shift += 2)
+        for (const half of [0, 16]) {
+          const sc = blocks[at + is++]!;
+          for (let l = 0; l < 16; l++) out[y++] = d * (sc & 0xf) * ((blocks[q + half + l]! >> shift) & 3) - min * (sc >> 4);
+        }
+    }
+  }
+  return out;
+}
+
+describe("quantizeQ2_K", () => {
+  it("writes one 84-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
+    let seed = 11;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+    const values = Float32Array.from({ length: 512 }, (_, i) => random() * (1 + (Math.floor(i / 16) % 5)) * 0.01);
+    const blocks = quantizeQ2_K(values);
+    expect(blocks.length).toBe(168);
+    const back = dequantizeQ2_K(blocks);
+    for (let sub = 0; sub < 32; sub++) {
+      const part = values.subarray(sub * 16, (sub + 1) * 16);
+      const step = (Math.max(...part) - Math.min(0, ...part)) / 3;
+      for (let i = 0; i < 16; i++) expect(Math.abs(back[sub * 16 + i]! - part[i]!)).toBeLessThan(step);
+    }
   });
 });
 
