@@ -178,6 +178,32 @@ export function quantizeQ4_0(data: Float32Array): Buffer {
 }
 
 /**
+ * A K-quant super block's plain min-max fit: sub blocks of `size` values, each with a scale and minimum of
+ * `scaleMax` steps of the block's F16 d and dmin, and values of 0 to `qMax`, so that x = d·sc·q − dmin·m.
+ */
+function fitSuperBlock(x: Float32Array, size: number, qMax: number, scaleMax: number): { d: number; dmin: number; sc: number[]; mn: number[]; q: (i: number) => number } {
+  const half = (v: number) => float16Value(float16Bits(v));
+  const scales: number[] = [];
+  const mins: number[] = [];
+  for (let j = 0; j < x.length / size; j++) {
+    const sub = x.subarray(j * size, (j + 1) * size);
+    const lo = Math.min(0, ...sub);
+    scales.push((Math.max(...sub) - lo) / qMax);
+    mins.push(-lo);
+  }
+  const d = half(Math.max(...scales) / scaleMax);
+  const dmin = half(Math.max(...mins) / scaleMax);
+  const sc = scales.map((v) => (d > 0 ? Math.min(scaleMax, Math.round(v / d)) : 0));
+  const mn = mins.map((v) => (dmin > 0 ? Math.min(scaleMax, Math.round(v / dmin)) : 0));
+  const q = (i: number) => {
+    const j = Math.floor(i / size);
+    const step = d * sc[j]!;
+    return step > 0 ? Math.max(0, Math.min(qMax, Math.round((x[i]! + dmin * mn[j]!) / step))) : 0;
+  };
+  return { d, dmin, sc, mn, q };
+}
+
+/**
  * ggml's Q4_K blocks for these values (a multiple of 256 of them): per super block of 256, an F16 scale and
  * minimum (d, dmin), 8 sub blocks of 32 with a 6-bit scale and minimum each (packed in 12 bytes as ggml's
  * get_scale_min_k4 reads them), and 4-bit values, so that x = d·scale·q − dmin·min. A plain min-max fit, not
@@ -187,22 +213,8 @@ export function quantizeQ4_K(data: Float32Array): Buffer {
   if (data.length % QK_K !== 0) throw new Error(`Q4_K needs a multiple of ${QK_K} values, got ${data.length}`);
   const BLOCK_BYTES = 2 + 2 + 12 + QK_K / 2;
   const out = Buffer.alloc((data.length / QK_K) * BLOCK_BYTES);
-  const half = (v: number) => float16Value(float16Bits(v));
   for (let b = 0; b < data.length / QK_K; b++) {
-    const x = data.subarray(b * QK_K, (b + 1) * QK_K);
-    const scales: number[] = [];
-    const mins: number[] = [];
-    for (let j = 0; j < 8; j++) {
-      const sub = x.subarray(j * 32, (j + 1) * 32);
-      const lo = Math.min(0, ...sub);
-      const hi = Math.max(...sub);
-      scales.push((hi - lo) / 15);
-      mins.push(-lo);
-    }
-    const d = half(Math.max(...scales) / 63);
-    const dmin = half(Math.max(...mins) / 63);
-    const sc = scales.map((v) => (d > 0 ? Math.min(63, Math.round(v / d)) : 0));
-    const mn = mins.map((v) => (dmin > 0 ? Math.min(63, Math.round(v / dmin)) : 0));
+    const { d, dmin, sc, mn, q } = fitSuperBlock(data.subarray(b * QK_K, (b + 1) * QK_K), 32, 15, 63);
     const at = b * BLOCK_BYTES;
     out.writeUInt16LE(float16Bits(d), at);
     out.writeUInt16LE(float16Bits(dmin), at + 2);
@@ -218,11 +230,6 @@ export function quantizeQ4_K(data: Float32Array): Buffer {
       }
     }
     out.set(packed, at + 4);
-    const q = (i: number) => {
-      const j = Math.floor(i / 32);
-      const step = d * sc[j]!;
-      return step > 0 ? Math.max(0, Math.min(15, Math.round((x[i]! + dmin * mn[j]!) / step))) : 0;
-    };
     // Two sub blocks a 32-byte run: the first's values in the low nibbles, the second's in the high.
     for (let j = 0; j < QK_K; j += 64) for (let l = 0; l < 32; l++) out[at + 16 + j / 2 + l] = q(j + l) | (q(j + l + 32) << 4);
   }
@@ -238,28 +245,10 @@ export function quantizeQ2_K(data: Float32Array): Buffer {
   if (data.length % QK_K !== 0) throw new Error(`Q2_K needs a multiple of ${QK_K} values, got ${data.length}`);
   const BLOCK_BYTES = QK_K / 16 + QK_K / 4 + 4;
   const out = Buffer.alloc((data.length / QK_K) * BLOCK_BYTES);
-  const half = (v: number) => float16Value(float16Bits(v));
   for (let b = 0; b < data.length / QK_K; b++) {
-    const x = data.subarray(b * QK_K, (b + 1) * QK_K);
-    const scales: number[] = [];
-    const mins: number[] = [];
-    for (let j = 0; j < 16; j++) {
-      const sub = x.subarray(j * 16, (j + 1) * 16);
-      const lo = Math.min(0, ...sub);
-      scales.push((Math.max(...sub) - lo) / 3);
-      mins.push(-lo);
-    }
-    const d = half(Math.max(...scales) / 15);
-    const dmin = half(Math.max(...mins) / 15);
-    const sc = scales.map((v) => (d > 0 ? Math.min(15, Math.round(v / d)) : 0));
-    const mn = mins.map((v) => (dmin > 0 ? Math.min(15, Math.round(v / dmin)) : 0));
+    const { d, dmin, sc, mn, q } = fitSuperBlock(data.subarray(b * QK_K, (b + 1) * QK_K), 16, 3, 15);
     const at = b * BLOCK_BYTES;
     for (let j = 0; j < 16; j++) out[at + j] = sc[j]! | (mn[j]! << 4);
-    const q = (i: number) => {
-      const j = Math.floor(i / 16);
-      const step = d * sc[j]!;
-      return step > 0 ? Math.max(0, Math.min(3, Math.round((x[i]! + dmin * mn[j]!) / step))) : 0;
-    };
     for (let j = 0; j < QK_K; j += 128)
       for (let l = 0; l < 32; l++) out[at + 16 + j / 4 + l] = q(j + l) | (q(j + l + 32) << 2) | (q(j + l + 64) << 4) | (q(j + l + 96) << 6);
     out.writeUInt16LE(float16Bits(d), at + 80);

@@ -91,20 +91,28 @@ function dequantizeQ4_K(blocks: Buffer): Float32Array {
   return out;
 }
 
+/** 512 seeded random values in sub blocks of `size`, whose ranges cycle through `ranges` sizes (0.01 to 0.01·ranges). */
+function subBlocksOfRanges(seed: number, size: number, ranges: number): Float32Array {
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  return Float32Array.from({ length: 512 }, (_, i) => random() * (1 + (Math.floor(i / size) % ranges)) * 0.01);
+}
+
+/** Each value read back within one step of its sub block (`size` values, `qMax` steps from its least to its most). */
+function expectWithinAStep(values: Float32Array, back: Float32Array, size: number, qMax: number): void {
+  for (let sub = 0; sub < values.length / size; sub++) {
+    const part = values.subarray(sub * size, (sub + 1) * size);
+    const step = (Math.max(...part) - Math.min(0, ...part)) / qMax;
+    for (let i = 0; i < size; i++) expect(Math.abs(back[sub * size + i]! - part[i]!)).toBeLessThan(step);
+  }
+}
+
 describe("quantizeQ4_K", () => {
   it("writes one 144-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
-    let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
     // Sub blocks of different ranges (their 6-bit scales and minimums differ), past the first four (packed apart).
-    const values = Float32Array.from({ length: 512 }, (_, i) => random() * (1 + (Math.floor(i / 32) % 8)) * 0.01);
+    const values = subBlocksOfRanges(7, 32, 8);
     const blocks = quantizeQ4_K(values);
     expect(blocks.length).toBe(288);
-    const back = dequantizeQ4_K(blocks);
-    for (let sub = 0; sub < 16; sub++) {
-      const part = values.subarray(sub * 32, (sub + 1) * 32);
-      const step = (Math.max(...part) - Math.min(0, ...part)) / 15;
-      for (let i = 0; i < 32; i++) expect(Math.abs(back[sub * 32 + i]! - part[i]!)).toBeLessThan(step);
-    }
+    expectWithinAStep(values, dequantizeQ4_K(blocks), 32, 15);
   });
 
   it("refuses a count that is not whole super blocks", () => {
@@ -143,17 +151,10 @@ function dequantizeQ2_K(blocks: Buffer): Float32Array {
 
 describe("quantizeQ2_K", () => {
   it("writes one 84-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
-    let seed = 11;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-    const values = Float32Array.from({ length: 512 }, (_, i) => random() * (1 + (Math.floor(i / 16) % 5)) * 0.01);
+    const values = subBlocksOfRanges(11, 16, 5);
     const blocks = quantizeQ2_K(values);
     expect(blocks.length).toBe(168);
-    const back = dequantizeQ2_K(blocks);
-    for (let sub = 0; sub < 32; sub++) {
-      const part = values.subarray(sub * 16, (sub + 1) * 16);
-      const step = (Math.max(...part) - Math.min(0, ...part)) / 3;
-      for (let i = 0; i < 16; i++) expect(Math.abs(back[sub * 16 + i]! - part[i]!)).toBeLessThan(step);
-    }
+    expectWithinAStep(values, dequantizeQ2_K(blocks), 16, 3);
   });
 });
 
