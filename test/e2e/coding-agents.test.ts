@@ -292,6 +292,12 @@ describe.skipIf(!version)("Codex CLI (wire_api responses, the documented setup)"
 
   const inputTypes = (exchange: Exchange) =>
     (JSON.parse(exchange.requestBody) as { input: Array<{ type?: string }> }).input.map((item) => item.type ?? "message");
+  /** The bytes of the tool outputs in a request's input past its first `from` items (the tiny model reads a byte as a token at most). */
+  const toolOutputBytes = (exchange: Exchange, from: number) =>
+    (JSON.parse(exchange.requestBody) as { input: Array<{ type?: string; output?: unknown }> }).input
+      .slice(from)
+      .filter((item) => item.type === "function_call_output")
+      .reduce((n, item) => n + Buffer.byteLength(typeof item.output === "string" ? item.output : JSON.stringify(item.output ?? "")), 0);
 
   it(
       `${version ?? "codex"}: exec, a second turn from the cache, and a turn that compacts the conversation first`,
@@ -312,12 +318,14 @@ describe.skipIf(!version)("Codex CLI (wire_api responses, the documented setup)"
         const usage = promptUsage(second)!;
         // From the cache: all of the first turn's last request (its prompt, as the server read it), and what is
         // read anew is that request's answer (its reasoning is not sent back, so its text follows a different
-        // prefix) and the new message. Not a share of the prompt: the tiny model's sampled answer is now and
-        // then thousands of tokens long (once 6,400: 0.86 of 44,365 cached, where a short one gives 0.998).
+        // prefix), the new message, and the output of any command Codex ran on the last answer. Not a share of
+        // the prompt: the tiny model's sampled answer, or a command's output, is now and then thousands of tokens
+        // long (once 6,442 new tokens after an answer of 19, a function_call_output).
         const all = proxy.inferences().map((x) => ({ ...promptUsage(x), output: Number(/"output_tokens":(\d+)/.exec(x.responseBody)?.[1]), input: inputTypes(x) }));
         const last = all[before - 1]!;
+        const toolOutput = toolOutputBytes(second, last.input.length);
         expect(usage.cached, JSON.stringify({ usage, before, all })).toBeGreaterThanOrEqual(last.prompt!);
-        expect(usage.prompt - usage.cached, JSON.stringify({ usage, before, all })).toBeLessThanOrEqual(last.output + 200);
+        expect(usage.prompt - usage.cached, JSON.stringify({ usage, before, all, toolOutput })).toBeLessThanOrEqual(last.output + 200 + toolOutput);
 
         // A long session: past the compaction limit, Codex compacts before the turn. A provider named OpenAI
         // takes the remote path: the request ends with a compaction_trigger item and gets one compaction item.
