@@ -107,14 +107,6 @@ function expectWithinAStep(values: Float32Array, back: Float32Array, size: numbe
 }
 
 describe("quantizeQ4_K", () => {
-  it("writes one 144-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
-    // Sub blocks of different ranges (their 6-bit scales and minimums differ), past the first four (packed apart).
-    const values = subBlocksOfRanges(7, 32, 8);
-    const blocks = quantizeQ4_K(values);
-    expect(blocks.length).toBe(288);
-    expectWithinAStep(values, dequantizeQ4_K(blocks), 32, 15);
-  });
-
   it("refuses a count that is not whole super blocks", () => {
     expect(() => quantizeQ4_K(new Float32Array(300))).toThrow(/multiple of 256/);
   });
@@ -149,12 +141,16 @@ function dequantizeQ2_K(blocks: Buffer): Float32Array {
   return out;
 }
 
-describe("quantizeQ2_K", () => {
-  it("writes one 84-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale", () => {
-    const values = subBlocksOfRanges(11, 16, 5);
-    const blocks = quantizeQ2_K(values);
-    expect(blocks.length).toBe(168);
-    expectWithinAStep(values, dequantizeQ2_K(blocks), 16, 3);
+// Sub blocks of different ranges (their scales and minimums differ; Q4_K's past the first four are packed apart).
+describe.each([
+  { name: "Q4_K", quantize: quantizeQ4_K, dequantize: dequantizeQ4_K, blockBytes: 144, seed: 7, size: 32, ranges: 8, qMax: 15 },
+  { name: "Q2_K", quantize: quantizeQ2_K, dequantize: dequantizeQ2_K, blockBytes: 84, seed: 11, size: 16, ranges: 5, qMax: 3 },
+])("quantize$name", ({ quantize, dequantize, blockBytes, seed, size, ranges, qMax }) => {
+  it(`writes one ${blockBytes}-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale`, () => {
+    const values = subBlocksOfRanges(seed, size, ranges);
+    const blocks = quantize(values);
+    expect(blocks.length).toBe(2 * blockBytes);
+    expectWithinAStep(values, dequantize(blocks), size, qMax);
   });
 });
 
