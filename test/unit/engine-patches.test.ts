@@ -75,13 +75,14 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
     expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
+    expect(filesOf("repack-q4k-vnni")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
     const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
@@ -154,6 +155,24 @@ describe("node-llama-cpp addon patches", () => {
       expect(gemv).toContain("acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);");
       expect(gemv).not.toContain("iacc_b");
     }
+    // repack-q4k-vnni.patch: with AVX512-VNNI the gemm of repacked Q4_K weights takes every row before llama.cpp's
+    // own loops, which then find none left (a block of 8 columns at a time below 12 rows, two blocks and up to 16
+    // rows sharing each load of the weights from 12 on); the gemv takes every block of 8 columns, its own loop none.
+    const body = (name: string) => {
+      const start = repack.indexOf(`void ${name}(`);
+      return repack.slice(start, repack.indexOf("\n}\n", start));
+    };
+    const q4kGemm = body("ggml_gemm_q4_K_8x8_q8_K");
+    const vnni = q4kGemm.indexOf("#if defined(__AVX512VNNI__)");
+    expect(vnni).toBeGreaterThan(0);
+    expect(vnni).toBeLessThan(q4kGemm.indexOf("for (; y < anr / 4; y += 4) {"));
+    expect(q4kGemm.slice(vnni, q4kGemm.indexOf("#endif // __AVX512VNNI__"))).toContain("_mm512_dpbusd_epi32(");
+    expect(q4kGemm).toContain("if (nr < 12) {");
+    const q4kGemv = body("ggml_gemv_q4_K_8x8_q8_K");
+    expect(q4kGemv).toContain("#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)");
+    expect(q4kGemv).toContain("_mm512_dpbusd_epi32(");
+    expect(q4kGemv).toContain("for (int64_t x = x_vnni; x < nc / 8; x++) {");
+    expect(q4kGemv).toContain("const int64_t x_vnni = nc / 8;");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
