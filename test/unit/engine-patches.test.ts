@@ -173,6 +173,14 @@ describe("node-llama-cpp addon patches", () => {
     expect(q4kGemv).toContain("_mm512_dpbusd_epi32(");
     expect(q4kGemv).toContain("for (int64_t x = x_vnni; x < nc / 8; x++) {");
     expect(q4kGemv).toContain("const int64_t x_vnni = nc / 8;");
+    // And with AVX-VNNI's 256-bit vpdpbusd where the CPU has it without AVX-512 (Intel from Alder Lake): the gemm's
+    // block before llama.cpp's AVX2 loops, the gemv's in place of its AVX-512 one.
+    const avxVnni = q4kGemm.indexOf("#if defined(__AVXVNNI__) && !defined(__AVX512VNNI__)");
+    expect(avxVnni).toBeGreaterThan(q4kGemm.indexOf("#endif // __AVX512BW__ && __AVX512DQ__"));
+    expect(avxVnni).toBeLessThan(q4kGemm.lastIndexOf("for (; y < anr / 4; y += 4) {"));
+    expect(q4kGemm.slice(avxVnni)).toContain("_mm256_dpbusd_avx_epi32(");
+    expect(q4kGemv).toContain("#elif defined(__AVXVNNI__)");
+    expect(q4kGemv.slice(q4kGemv.indexOf("#elif defined(__AVXVNNI__)"))).toContain("_mm256_dpbusd_avx_epi32(");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
