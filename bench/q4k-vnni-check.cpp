@@ -1,10 +1,11 @@
-// svc engine build's AVX512-VNNI products of repacked Q4_K weights (resources/engine-patches/repack-q4k-vnni.patch)
+// svc engine build's VNNI products of repacked Q4_K weights (resources/engine-patches/repack-q4k-vnni.patch)
 // against llama.cpp's own (with repack-gemv-order.patch, which the build applies first): the gemm (4 rows and
 // more: several answers' tokens, checked guesses, prompts) and the gemv (one row), on random blocks, in shapes
 // that fit the caches and shapes that do not. Prints whether every output has the same bits and the time of each
 // (best of the repeats, one thread); exits with 1 where any bit differs. Needs a CPU with AVX512-VNNI, and the
-// llama.cpp source node-llama-cpp ships unpacked (svc engine build does that). docs/performance.md, section 50.
-// Not part of `npm test`.
+// llama.cpp source node-llama-cpp ships unpacked (svc engine build does that). For the 256-bit form (AVX-VNNI
+// without AVX-512: Intel from Alder Lake), run the same lines with F's -mavx512... flags replaced by -mavxvnni.
+// docs/performance.md, section 50. Not part of `npm test`.
 //   L=node_modules/node-llama-cpp/llama/llama.cpp; R=$L/ggml/src/ggml-cpu/arch/x86/repack.cpp; D=/tmp/q4k-check; mkdir -p $D
 //   patch -s -o $D/llama.cpp $R < resources/engine-patches/repack-gemv-order.patch
 //   patch -s -o $D/ours.cpp $D/llama.cpp < resources/engine-patches/repack-q4k-vnni.patch
