@@ -225,6 +225,12 @@ interface StreamResult {
   promptTokens: number;
 }
 
+/**
+ * A stream that sends nothing for this long fails the run, naming the server (a llama-server once sat at 93% of
+ * a core after its warm-up and never answered; the bench waited forever).
+ */
+const STREAM_IDLE_MS = 120_000;
+
 function streamChat(target: Target, messages: Array<{ role: string; content: string }>, maxTokens: number): Promise<StreamResult> {
   const body = JSON.stringify({
     model: "svc",
@@ -264,6 +270,7 @@ function streamChat(target: Target, messages: Array<{ role: string; content: str
         res.on("error", reject);
       },
     );
+    req.setTimeout(STREAM_IDLE_MS, () => req.destroy(new Error(`${target.name}: nothing on a stream for ${STREAM_IDLE_MS / 1000} s`)));
     req.on("error", reject);
     req.end(body);
   });
