@@ -1,8 +1,12 @@
 import { defineConfig } from "vitest/config";
+import { createRequire } from "node:module";
+
+const { useOnePoolThread } = createRequire(import.meta.url)("./bin/libuv-pool.js") as { useOnePoolThread(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): boolean };
 
 // The test workers (forks of this process) run libuv's pool with one thread, as `svc serve` and the engine
-// process do (bin/libuv-pool.js), so the slot loop takes the paths users get (TokenPaths.queuedSamplings).
-if ((process.env.UV_THREADPOOL_SIZE ?? "").trim() === "") process.env.UV_THREADPOOL_SIZE = "1";
+// process do, by the same rule (bin/libuv-pool.js), so the slot loop takes the paths users get
+// (TokenPaths.queuedSamplings).
+useOnePoolThread(process.env, process.platform);
 
 export default defineConfig({
   test: {
