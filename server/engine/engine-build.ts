@@ -49,8 +49,8 @@ import { packageRoot } from "../core/version.js";
  * ships: sgemm-few-columns and flash-attn-few-queries, speed-ups that also give a token the same sums in a step
  * of any shape; repack-gemv-order, the same sums for a lone token of Q4_K and Q2_K weights as for several;
  * repack-q4k-vnni, the products of Q4_K weights with tokens about twice as fast on CPUs with AVX512-VNNI or
- * AVX-VNNI, with the same sums; amx-tile-config, a fix without which GCC 12 and later build AMX kernels that crash on their first tile
- * instruction), in the order they apply (resources/engine-patches/NAME.patch).
+ * AVX-VNNI, with the same sums; amx-tile-config, a fix without which GCC 12 and later build AMX kernels that
+ * crash on their first tile instruction), in the order they apply (resources/engine-patches/NAME.patch).
  */
 export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
 
