@@ -1,16 +1,20 @@
-// svc engine build's VNNI products of repacked Q4_K weights (resources/engine-patches/repack-q4k-vnni.patch)
-// against llama.cpp's own (with repack-gemv-order.patch, which the build applies first): the gemm (4 rows and
-// more: several answers' tokens, checked guesses, prompts) and the gemv (one row), on random blocks, in shapes
-// that fit the caches and shapes that do not. Prints whether every output has the same bits and the time of each
-// (best of the repeats, one thread); exits with 1 where any bit differs. Needs a CPU with AVX512-VNNI, and the
-// llama.cpp source node-llama-cpp ships unpacked (svc engine build does that). For the 256-bit form (AVX-VNNI
-// without AVX-512: Intel from Alder Lake), run the same lines with F's -mavx512... flags replaced by -mavxvnni.
-// docs/performance.md, section 50. Not part of `npm test`.
-//   L=node_modules/node-llama-cpp/llama/llama.cpp; R=$L/ggml/src/ggml-cpu/arch/x86/repack.cpp; D=/tmp/q4k-check; mkdir -p $D
+// svc engine build's VNNI products of repacked Q4_K weights (resources/engine-native/q4k-vnni.h, called from the
+// x86 repack.cpp through resources/engine-patches/repack-q4k-vnni.patch) against llama.cpp's own (with
+// repack-gemv-order.patch, which the build applies first): the gemm (4 rows and more: several answers' tokens,
+// checked guesses, prompts) and the gemv (one row), on random blocks, in shapes that fit the caches and shapes
+// that do not. Prints whether every output has the same bits and the time of each (best of the repeats, one
+// thread); exits with 1 where any bit differs. Needs a CPU with AVX512-VNNI, and the llama.cpp source
+// node-llama-cpp ships unpacked (svc engine build does that). For the 256-bit form (AVX-VNNI without AVX-512:
+// Intel from Alder Lake), run the same lines with F's -mavx512... flags replaced by -mavxvnni. The patched file
+// sits in a copy of the build's folders, where its #include finds our header. docs/performance.md, section 50.
+// Not part of `npm test`.
+//   L=node_modules/node-llama-cpp/llama/llama.cpp; R=$L/ggml/src/ggml-cpu/arch/x86/repack.cpp; D=/tmp/q4k-check; X=$D/llama/llama.cpp/ggml/src/ggml-cpu/arch/x86
+//   mkdir -p $X $D/llama/addon/svc && cp resources/engine-native/q4k-vnni.h $D/llama/addon/svc/
 //   patch -s -o $D/llama.cpp $R < resources/engine-patches/repack-gemv-order.patch
-//   patch -s -o $D/ours.cpp $D/llama.cpp < resources/engine-patches/repack-q4k-vnni.patch
+//   patch -s -o $X/repack.cpp $D/llama.cpp < resources/engine-patches/repack-q4k-vnni.patch
 //   F="-O3 -std=c++17 -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512cd -mavx512vl -mavx512dq -mavx512bw -mavx512vbmi -mavx512vnni -I$L/ggml/include -I$L/ggml/src -I$L/ggml/src/ggml-cpu -I$L/ggml/src/ggml-cpu/arch/x86"
-//   for v in llama ours; do g++ $F -c $D/$v.cpp -o $D/$v.o && objcopy --redefine-sym ggml_gemm_q4_K_8x8_q8_K=${v}_gemm --redefine-sym ggml_gemv_q4_K_8x8_q8_K=${v}_gemv $D/$v.o && objcopy --keep-global-symbol=${v}_gemm --keep-global-symbol=${v}_gemv $D/$v.o; done
+//   g++ $F -c $D/llama.cpp -o $D/llama.o && g++ $F -c $X/repack.cpp -o $D/ours.o
+//   for v in llama ours; do objcopy --redefine-sym ggml_gemm_q4_K_8x8_q8_K=${v}_gemm --redefine-sym ggml_gemv_q4_K_8x8_q8_K=${v}_gemv $D/$v.o && objcopy --keep-global-symbol=${v}_gemm --keep-global-symbol=${v}_gemv $D/$v.o; done
 //   g++ $F bench/q4k-vnni-check.cpp $D/llama.o $D/ours.o -o $D/check && $D/check
 #include <immintrin.h>
 #include <algorithm>

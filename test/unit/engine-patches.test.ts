@@ -4,7 +4,7 @@
 // afterwards, and a build is named by a hash of all of it. The build itself, and what the code does at run
 // time, are in test/engine-build/engine-build.test.ts.
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
@@ -83,13 +83,19 @@ describe("node-llama-cpp addon patches", () => {
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
     expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(filesOf("repack-q4k-vnni")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
-    expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
-    // The hooks are declarations and call sites: the addon patch adds no function bodies of its own.
-    const added = readFileSync(join(enginePatchesDirectory(), "addon-hooks.patch"), "utf8")
-      .split("\n")
-      .filter((l) => l.startsWith("+") && !l.startsWith("+++"));
-    expect(added.length).toBeLessThanOrEqual(40);
-    expect(added.filter((l) => /\)\s*\{\s*$/.test(l))).toEqual([]);
+    expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "q4k-vnni.h", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
+    // The hooks are declarations and call sites: the addon patch adds no function bodies of its own, nor do the
+    // calls of our kernels in llama.cpp's (q4k-vnni.h), which are a few lines each.
+    const added = (name: string) =>
+      readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("+") && !l.startsWith("+++"));
+    expect(added("addon-hooks").length).toBeLessThanOrEqual(40);
+    expect(added("addon-hooks").filter((l) => /\)\s*\{\s*$/.test(l))).toEqual([]);
+    for (const name of ["repack-q4k-vnni"]) {
+      expect(added(name).length).toBeLessThanOrEqual(15);
+      expect(added(name).filter((l) => /^\+\s*(static |inline |void |bool |int64_t )\S+\(.*\)\s*\{\s*$/.test(l))).toEqual([]);
+    }
   });
 
   it("apply to the installed node-llama-cpp with our code beside them, and the source is put back byte for byte afterwards", () => {
@@ -155,32 +161,31 @@ describe("node-llama-cpp addon patches", () => {
       expect(gemv).toContain("acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);");
       expect(gemv).not.toContain("iacc_b");
     }
-    // repack-q4k-vnni.patch: with AVX512-VNNI the gemm of repacked Q4_K weights takes every row before llama.cpp's
-    // own loops, which then find none left (a block of 8 columns at a time below 12 rows, two blocks and up to 16
-    // rows sharing each load of the weights from 12 on); the gemv takes every block of 8 columns, its own loop none.
+    // repack-q4k-vnni.patch: the calls of our q4k-vnni.h (vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI, the
+    // same bits as llama.cpp's loops): the gemv takes every block of 8 columns before llama.cpp's loop, which
+    // starts where it left off; the gemm every row before llama.cpp's loops (AVX-512 and AVX2), which then find
+    // none left but for an odd last block of 8 columns on AVX-512 (its xstart).
     const body = (name: string) => {
       const start = repack.indexOf(`void ${name}(`);
       return repack.slice(start, repack.indexOf("\n}\n", start));
     };
-    const q4kGemm = body("ggml_gemm_q4_K_8x8_q8_K");
-    const vnni = q4kGemm.indexOf("#if defined(__AVX512VNNI__)");
-    expect(vnni).toBeGreaterThan(0);
-    expect(vnni).toBeLessThan(q4kGemm.indexOf("for (; y < anr / 4; y += 4) {"));
-    expect(q4kGemm.slice(vnni, q4kGemm.indexOf("#endif // __AVX512VNNI__"))).toContain("_mm512_dpbusd_epi32(");
-    expect(q4kGemm).toContain("if (nr < 12) {");
+    expect(repack).toContain('#include "../../../../../../addon/svc/q4k-vnni.h" // svc-desktop');
+    expect(existsSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86", "../../../../../../addon/svc/q4k-vnni.h"))).toBe(true);
     const q4kGemv = body("ggml_gemv_q4_K_8x8_q8_K");
-    expect(q4kGemv).toContain("#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)");
-    expect(q4kGemv).toContain("_mm512_dpbusd_epi32(");
-    expect(q4kGemv).toContain("for (int64_t x = x_vnni; x < nc / 8; x++) {");
-    expect(q4kGemv).toContain("const int64_t x_vnni = nc / 8;");
-    // And with AVX-VNNI's 256-bit vpdpbusd where the CPU has it without AVX-512 (Intel from Alder Lake): the gemm's
-    // block before llama.cpp's AVX2 loops, the gemv's in place of its AVX-512 one.
-    const avxVnni = q4kGemm.indexOf("#if defined(__AVXVNNI__) && !defined(__AVX512VNNI__)");
-    expect(avxVnni).toBeGreaterThan(q4kGemm.indexOf("#endif // __AVX512BW__ && __AVX512DQ__"));
-    expect(avxVnni).toBeLessThan(q4kGemm.lastIndexOf("for (; y < anr / 4; y += 4) {"));
-    expect(q4kGemm.slice(avxVnni)).toContain("_mm256_dpbusd_avx_epi32(");
-    expect(q4kGemv).toContain("#elif defined(__AVXVNNI__)");
-    expect(q4kGemv.slice(q4kGemv.indexOf("#elif defined(__AVXVNNI__)"))).toContain("_mm256_dpbusd_avx_epi32(");
+    const gemvCall = q4kGemv.indexOf("const int64_t x_vnni = svc_gemv_q4_K_8x8_vnni(n, s, vx, vy, nr, nc);");
+    expect(gemvCall).toBeGreaterThan(0);
+    expect(gemvCall).toBeLessThan(q4kGemv.indexOf("for (int64_t x = x_vnni; x < nc / 8; x++) {"));
+    const q4kGemm = body("ggml_gemm_q4_K_8x8_q8_K");
+    const gemmCall = q4kGemm.indexOf("y = svc_gemm_q4_K_8x8_vnni(n, s, bs, vx, vy, nr, nc);");
+    expect(gemmCall).toBeGreaterThan(q4kGemm.indexOf("int64_t y = 0;"));
+    expect(gemmCall).toBeLessThan(q4kGemm.indexOf("#if defined(__AVX512BW__) && defined(__AVX512DQ__)"));
+    expect(gemmCall).toBeLessThan(q4kGemm.indexOf("for (; y < anr / 4; y += 4) {"));
+    const q4kVnni = native("q4k-vnni.h");
+    expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 512");
+    expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 256");
+    expect(q4kVnni).toContain("_mm512_dpbusd_epi32(");
+    expect(q4kVnni).toContain("_mm256_dpbusd_avx_epi32(");
+    expect(q4kVnni).toContain("if (nr < 12) gemm_few_rows(");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
