@@ -38,8 +38,8 @@ export type PeerModelShape = {
   activeLayers?: number;
   /** Multiplies the output matrix (default 1): greedy text unchanged, the chosen token's probability near 1. */
   outputScale?: number;
-  /** How the layers' matrices are stored (default F32): Q4_K and Q2_K need n_embd and n_ff to be multiples of 256. */
-  blockWeights?: "f32" | "q8_0" | "q4_0" | "q4_k" | "q2_k";
+  /** How the layers' matrices are stored (default F32): Q4_K, Q6_K and Q2_K need n_embd and n_ff to be multiples of 256. */
+  blockWeights?: "f32" | "q8_0" | "q4_0" | "q4_k" | "q6_k" | "q2_k";
 };
 
 /** The issue's model by default; a smaller shape gives a fast model with the same behaviour (for profiling). */

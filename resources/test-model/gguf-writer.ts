@@ -1,4 +1,4 @@
-// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32, Q8_0, Q4_0, Q4_K or Q2_K.
+// A minimal GGUF (version 3) writer: metadata key/values, and tensors in F32, Q8_0, Q4_0, Q4_K, Q6_K or Q2_K.
 // Format reference: ggml's docs/gguf.md. Only what the test model needs is supported.
 
 export type GgufScalar =
@@ -26,13 +26,14 @@ export interface GgufTensor {
    * largest magnitude over 127, then 32 signed bytes), which needs dims[0] to be a multiple of 32. Zeros and
    * values that are whole multiples of their block's scale survive Q8_0 exactly. Or Q4_0 (blocks of 32: an
    * F16 scale and 16 bytes of 4-bit values), or Q4_K (super blocks of 256 values along dims[0], the K-quant
-   * most Q4_K_M layers use), or Q2_K (super blocks of 256 too), which need dims[0] to be a multiple of 256.
+   * most Q4_K_M layers use), Q6_K (the others') or Q2_K (super blocks of 256 too), which need dims[0] to be a
+   * multiple of 256.
    */
-  type?: "f32" | "q8_0" | "q4_0" | "q4_k" | "q2_k";
+  type?: "f32" | "q8_0" | "q4_0" | "q4_k" | "q6_k" | "q2_k";
 }
 
 const VALUE_TYPE = { u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10 } as const;
-const GGML_TYPE = { f32: 0, q4_0: 2, q8_0: 8, q2_k: 10, q4_k: 12 } as const;
+const GGML_TYPE = { f32: 0, q4_0: 2, q8_0: 8, q2_k: 10, q4_k: 12, q6_k: 14 } as const;
 const Q8_0_BLOCK = 32;
 const QK_K = 256;
 const ALIGNMENT = 32;
@@ -257,15 +258,50 @@ export function quantizeQ2_K(data: Float32Array): Buffer {
   return out;
 }
 
+/**
+ * ggml's Q6_K blocks for these values (a multiple of 256 of them): per super block of 256, the low 4 bits of
+ * 6-bit values (two a byte, 64 bytes apart), their high 2 bits (four a byte, 32 apart), 16 signed 8-bit scales
+ * of sub blocks of 16, then the F16 d, so that x = d·scale·(q − 32). A plain symmetric fit: each sub block's
+ * largest magnitude at 31 steps.
+ */
+export function quantizeQ6_K(data: Float32Array): Buffer {
+  if (data.length % QK_K !== 0) throw new Error(`Q6_K needs a multiple of ${QK_K} values, got ${data.length}`);
+  const BLOCK_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2;
+  const out = Buffer.alloc((data.length / QK_K) * BLOCK_BYTES);
+  for (let b = 0; b < data.length / QK_K; b++) {
+    const x = data.subarray(b * QK_K, (b + 1) * QK_K);
+    const steps = Array.from({ length: 16 }, (_, j) => Math.max(0, ...Array.from(x.subarray(j * 16, (j + 1) * 16), Math.abs)) / 31);
+    const d = float16Value(float16Bits(Math.max(...steps) / 127));
+    const sc = steps.map((v) => (d > 0 ? Math.min(127, Math.round(v / d)) : 0));
+    const q = (i: number) => {
+      const step = d * sc[Math.floor(i / 16)]!;
+      return 32 + (step > 0 ? Math.max(-32, Math.min(31, Math.round(x[i]! / step))) : 0);
+    };
+    const at = b * BLOCK_BYTES;
+    // Per half of 128 values: ql bytes l and l + 32 hold values l, l + 32 (low nibbles) and l + 64, l + 96
+    // (high); qh byte l their high bits, two each, from bit 0 up.
+    for (let n = 0; n < QK_K; n += 128)
+      for (let l = 0; l < 32; l++) {
+        const [q1, q2, q3, q4] = [q(n + l), q(n + l + 32), q(n + l + 64), q(n + l + 96)];
+        out[at + n / 2 + l] = (q1 & 0xf) | ((q3 & 0xf) << 4);
+        out[at + n / 2 + l + 32] = (q2 & 0xf) | ((q4 & 0xf) << 4);
+        out[at + QK_K / 2 + n / 4 + l] = (q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6);
+      }
+    for (let j = 0; j < 16; j++) out.writeInt8(sc[j]!, at + QK_K / 2 + QK_K / 4 + j);
+    out.writeUInt16LE(float16Bits(d), at + BLOCK_BYTES - 2);
+  }
+  return out;
+}
+
 function tensorBytes(t: GgufTensor): Buffer {
   if ((t.type ?? "f32") === "f32") return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
   if (t.type === "q4_0") {
     if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q4_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
     return quantizeQ4_0(t.data);
   }
-  if (t.type === "q4_k" || t.type === "q2_k") {
+  if (t.type === "q4_k" || t.type === "q6_k" || t.type === "q2_k") {
     if (t.dims[0]! % QK_K !== 0) throw new Error(`tensor ${t.name}: ${t.type.toUpperCase()} needs dims[0] to be a multiple of ${QK_K}, got ${t.dims[0]}`);
-    return t.type === "q4_k" ? quantizeQ4_K(t.data) : quantizeQ2_K(t.data);
+    return t.type === "q4_k" ? quantizeQ4_K(t.data) : t.type === "q6_k" ? quantizeQ6_K(t.data) : quantizeQ2_K(t.data);
   }
   if (t.dims[0]! % Q8_0_BLOCK !== 0) throw new Error(`tensor ${t.name}: Q8_0 needs dims[0] to be a multiple of ${Q8_0_BLOCK}, got ${t.dims[0]}`);
   return quantizeQ8_0(t.data);

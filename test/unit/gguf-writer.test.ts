@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GgmlType, readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { float16Bits, float16Value, quantizeQ2_K, quantizeQ4_0, quantizeQ4_K, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
+import { float16Bits, float16Value, quantizeQ2_K, quantizeQ4_0, quantizeQ4_K, quantizeQ6_K, quantizeQ8_0 } from "../../resources/test-model/gguf-writer.js";
 import { buildPeerModel } from "../../bench/peer-model.js";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 
@@ -120,6 +120,16 @@ describe("quantizeQ4_K", () => {
   });
 });
 
+describe("quantizeQ6_K", () => {
+  it("a random model with Q6_K layer matrices, as llama.cpp's reader sees it", async () => {
+    expect(() => quantizeQ6_K(new Float32Array(300))).toThrow(/multiple of 256/);
+    const types = await tensorTypes(buildPeerModel({ nEmbd: 256, nLayers: 1, nHead: 2, nFf: 256, contextLength: 512, seed: 3, blockWeights: "q6_k" }));
+    expect(types["blk.0.ffn_down.weight"]).toBe(GgmlType.Q6_K);
+    expect(types["blk.0.attn_v.weight"]).toBe(GgmlType.Q6_K);
+    expect(types["output.weight"]).toBe(GgmlType.F32);
+  });
+});
+
 /** ggml's dequantize_row_q2_K (ggml-quants.c), written from its source. */
 function dequantizeQ2_K(blocks: Buffer): Float32Array {
   const out = new Float32Array((blocks.length / 84) * 256);
@@ -141,10 +151,35 @@ function dequantizeQ2_K(blocks: Buffer): Float32Array {
   return out;
 }
 
+/** ggml's dequantize_row_q6_K (ggml-quants.c), written from its source. */
+function dequantizeQ6_K(blocks: Buffer): Float32Array {
+  const out = new Float32Array((blocks.length / 210) * 256);
+  for (let b = 0; b < blocks.length / 210; b++) {
+    const at = b * 210;
+    const d = float16Value(blocks.readUInt16LE(at + 208));
+    for (let n = 0; n < 256; n += 128) {
+      const ql = at + n / 2;
+      const qh = at + 128 + n / 4;
+      const sc = at + 192 + n / 16;
+      for (let l = 0; l < 32; l++) {
+        const is = Math.floor(l / 16);
+        const h = blocks[qh + l]!;
+        out[b * 256 + n + l] = d * blocks.readInt8(sc + is) * (((blocks[ql + l]! & 0xf) | ((h & 3) << 4)) - 32);
+        out[b * 256 + n + l + 32] = d * blocks.readInt8(sc + is + 2) * (((blocks[ql + l + 32]! & 0xf) | (((h >> 2) & 3) << 4)) - 32);
+        out[b * 256 + n + l + 64] = d * blocks.readInt8(sc + is + 4) * (((blocks[ql + l]! >> 4) | (((h >> 4) & 3) << 4)) - 32);
+        out[b * 256 + n + l + 96] = d * blocks.readInt8(sc + is + 6) * (((blocks[ql + l + 32]! >> 4) | (((h >> 6) & 3) << 4)) - 32);
+      }
+    }
+  }
+  return out;
+}
+
 // Sub blocks of different ranges (their scales and minimums differ; Q4_K's past the first four are packed apart).
+// Q6_K's fit is symmetric: 31 steps each side of zero, so within a step of (most − least) / 31.
 describe.each([
   { name: "Q4_K", quantize: quantizeQ4_K, dequantize: dequantizeQ4_K, blockBytes: 144, seed: 7, size: 32, ranges: 8, qMax: 15 },
   { name: "Q2_K", quantize: quantizeQ2_K, dequantize: dequantizeQ2_K, blockBytes: 84, seed: 11, size: 16, ranges: 5, qMax: 3 },
+  { name: "Q6_K", quantize: quantizeQ6_K, dequantize: dequantizeQ6_K, blockBytes: 210, seed: 13, size: 16, ranges: 7, qMax: 31 },
 ])("quantize$name", ({ quantize, dequantize, blockBytes, seed, size, ranges, qMax }) => {
   it(`writes one ${blockBytes}-byte block per 256 values, which ggml's reader turns back into them within a step of each sub block's scale`, () => {
     const values = subBlocksOfRanges(seed, size, ranges);
