@@ -23,10 +23,12 @@
 // context's life instead of threads started and joined for every decode (docs/performance.md, section 13), a
 // lone generation's tokens decoded and sampled on a thread of the addon's own (section 14; slot-loop.ts
 // `solo`), and the tokens of a step of several sequences sampled in the job that decodes it (section 17;
-// slot-loop.ts `dispatch`); and two patches to llama.cpp's CPU code: a step of 2 to 6 sequences multiplies
+// slot-loop.ts `dispatch`); and changes to llama.cpp's CPU code: a step of 2 to 6 sequences multiplies
 // each weight row by all of their tokens in one pass (F32/F16/BF16 and Q8_0/Q4_0/Q5_0/IQ4_NL weights on x86;
-// section 21), and a step's few tokens of one sequence attend to the context together (flash attention,
-// section 41). Everything is put back as it was after the build.
+// section 21), a step's few tokens of one sequence attend to the context together (flash attention,
+// section 41), and kernels of ours in resources/engine-native/ (q4k-vnni.h, q6k-cols.h: Q4_K and Q6_K
+// weights' products, sections 50 and 51) that their patches only include and call. Everything is put back as
+// it was after the build.
 //
 // A build's identity is a hash of what went into it (engineBuildId: our C++ sources, the patches,
 // node-llama-cpp's version and llama.cpp release, the CMake options), passed to CMake as SVC_BUILD_ID, so
@@ -45,14 +47,16 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../core/version.js";
 
 /**
- * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and five to the llama.cpp it
+ * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and six to the llama.cpp it
  * ships: sgemm-few-columns and flash-attn-few-queries, speed-ups that also give a token the same sums in a step
- * of any shape; repack-gemv-order, the same sums for a lone token of Q4_K and Q2_K weights as for several;
- * repack-q4k-vnni, the products of Q4_K weights with tokens about twice as fast on CPUs with AVX512-VNNI or
- * AVX-VNNI, with the same sums; amx-tile-config, a fix without which GCC 12 and later build AMX kernels that
- * crash on their first tile instruction), in the order they apply (resources/engine-patches/NAME.patch).
+ * of any shape; sgemm-q6k-cols, the call of our products of Q6_K weights with a step's tokens (q6k-cols.h, the
+ * same bits as llama.cpp's, 1.2 to 2.6 times as fast); repack-gemv-order, the same sums for a lone token of Q4_K
+ * and Q2_K weights as for several; repack-q4k-vnni, the products of Q4_K weights with tokens about twice as fast
+ * on CPUs with AVX512-VNNI or AVX-VNNI, with the same sums; amx-tile-config, a fix without which GCC 12 and later
+ * build AMX kernels that crash on their first tile instruction), in the order they apply
+ * (resources/engine-patches/NAME.patch).
  */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
 
 /** The patch of ADDON_PATCHES that adds our C++'s hooks to node-llama-cpp's addon (all an addon build needs). */
 export const ADDON_HOOKS_PATCH = "addon-hooks";

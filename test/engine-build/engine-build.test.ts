@@ -243,14 +243,14 @@ describe("svc engine build", () => {
     // binding, with the guesses and the rules of the JavaScript rounds (test/e2e/draft-model.test.ts). Each job
     // counts and times its rounds after the first, which the thread policy reads as lone decodes (loneRoundMs).
     expect(solo.draft).toEqual({ draftRounds: true, decodes: 0, sure: true, next: true, alone: true, together: true, laterRounds: [7, 3, 2, 1, 2], timed: true });
-    // flash-attn-few-queries.patch, sgemm-few-columns.patch and repack-gemv-order.patch: a token's logits are
-    // the same to the bit in a step of any shape (alone at 1 or 2 threads, with 16 guesses after it, beside
-    // other sequences' tokens, with guesses beside them), at heads of 64 and 128 values, with F32, Q8_0, Q4_0,
-    // Q4_K and Q2_K layers, past 512 tokens of context; so a guess is kept exactly where the model alone writes
+    // flash-attn-few-queries.patch, sgemm-few-columns.patch, sgemm-q6k-cols.patch and repack-gemv-order.patch: a
+    // token's logits are the same to the bit in a step of any shape (alone at 1 or 2 threads, with 16 guesses
+    // after it, beside other sequences' tokens, with guesses beside them), at heads of 64 and 128 values, with
+    // F32, Q8_0, Q4_0, Q4_K, Q6_K and Q2_K layers, past 512 tokens of context; so a guess is kept exactly where the model alone writes
     // it. (llama.cpp's own kernels sum a lone token's attention and matrix products in other orders:
     // docs/performance.md sections 47 and 49.)
     const every = { logits: true, aloneTwoThreads: true, withGuesses: true, besideOthers: true, besideOthersWithGuesses: true };
-    expect(logitsInvariance()).toEqual({ build: "local", heads64: every, heads128: every, heads128Q8_0: every, heads128Q4_0: every, heads128Q4K: every, heads128Q2K: every });
+    expect(logitsInvariance()).toEqual({ build: "local", heads64: every, heads128: every, heads128Q8_0: every, heads128Q4_0: every, heads128Q4K: every, heads128Q6K: every, heads128Q2K: every });
 
     if (!hadBuild) {
       expect(threadsBefore.build).toBe("prebuilt");

@@ -2,7 +2,7 @@
 // alone (at 1 and at 2 threads), with 16 guesses after it (speculation's verification), beside three other
 // sequences' tokens, and beside them with guesses each. Speculation keeps a greedy answer only where these are
 // the same to the bit (docs/performance.md sections 47 and 49). Random-weight models (logits far from
-// one-hot), heads of 64 and of 128 values, F32, Q8_0, Q4_0, Q4_K and Q2_K layers, 600 tokens of context (past
+// one-hot), heads of 64 and of 128 values, F32, Q8_0, Q4_0, Q4_K, Q6_K and Q2_K layers, 600 tokens of context (past
 // the 512 where llama.cpp splits a lone query's keys between threads). Prints what it found as JSON. Run by
 // test/engine-build/engine-build.test.ts: node --import tsx test/support/logits-invariance.ts
 import { mkdtempSync, rmSync } from "node:fs";
@@ -31,7 +31,7 @@ const CONTEXT = 600;
 const GUESSES = 16;
 const tokens = (n: number, seed: number) => Uint32Array.from({ length: n }, (_, i) => 3 + ((i * 7919 + seed * 104729) % 290));
 
-async function shape(nHead: number, blockWeights: "f32" | "q8_0" | "q4_0" | "q4_k" | "q2_k" = "f32"): Promise<Record<string, boolean>> {
+async function shape(nHead: number, blockWeights: "f32" | "q8_0" | "q4_0" | "q4_k" | "q6_k" | "q2_k" = "f32"): Promise<Record<string, boolean>> {
   const modelPath = ensurePeerModel(join(dir, `random-h${nHead}-${blockWeights}.gguf`), { nEmbd: 256, nLayers: 2, nHead, nFf: 256, contextLength: 4096, seed: 31, blockWeights });
   const model = await llama!.loadModel({ modelPath, gpuLayers: 0 });
   const context = await model.createContext({ contextSize: 4 * 1024, sequences: 4, threads: 2 });
@@ -74,7 +74,8 @@ async function shape(nHead: number, blockWeights: "f32" | "q8_0" | "q4_0" | "q4_
 
 // Quantized layers: Q8_0 goes through llamafile's code (sgemm-few-columns.patch), Q4_0, Q4_K (most of a Q4_K_M
 // model's layers) and Q2_K (with AVX-512) through llama.cpp's repacked kernels on x86, a lone token in a gemv,
-// four or more in a gemm (repack-gemv-order.patch makes Q4_K's and Q2_K's sums the same).
+// four or more in a gemm (repack-gemv-order.patch makes Q4_K's and Q2_K's sums the same); Q6_K (the rest of a
+// Q4_K_M model's) through our q6k-cols.h (sgemm-q6k-cols.patch), for any number of tokens.
 const result = {
   build: "local",
   heads64: await shape(4),
@@ -82,6 +83,7 @@ const result = {
   heads128Q8_0: await shape(2, "q8_0"),
   heads128Q4_0: await shape(2, "q4_0"),
   heads128Q4K: await shape(2, "q4_k"),
+  heads128Q6K: await shape(2, "q6_k"),
   heads128Q2K: await shape(2, "q2_k"),
 };
 clearInterval(keepAlive);

@@ -75,24 +75,25 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
+    expect(filesOf("sgemm-q6k-cols")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
     expect(filesOf("amx-tile-config")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"]);
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
     expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(filesOf("repack-q4k-vnni")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
-    expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "q4k-vnni.h", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
+    expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "q4k-vnni.h", "q6k-cols.h", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own, nor do the
-    // calls of our kernels in llama.cpp's (q4k-vnni.h), which are a few lines each.
+    // calls of our kernels in llama.cpp's (q4k-vnni.h, q6k-cols.h), which are a few lines each.
     const added = (name: string) =>
       readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")
         .split("\n")
         .filter((l) => l.startsWith("+") && !l.startsWith("+++"));
     expect(added("addon-hooks").length).toBeLessThanOrEqual(40);
     expect(added("addon-hooks").filter((l) => /\)\s*\{\s*$/.test(l))).toEqual([]);
-    for (const name of ["repack-q4k-vnni"]) {
+    for (const name of ["repack-q4k-vnni", "sgemm-q6k-cols"]) {
       expect(added(name).length).toBeLessThanOrEqual(15);
       expect(added(name).filter((l) => /^\+\s*(static |inline |void |bool |int64_t )\S+\(.*\)\s*\{\s*$/.test(l))).toEqual([]);
     }
@@ -137,6 +138,14 @@ describe("node-llama-cpp addon patches", () => {
     expect(sgemm).toContain("case 1: gemv<1>(m); return;");
     expect(sgemm).toContain("#if !defined(__MMA__) && !defined(__AVX__) && !defined(__AVX2__) && !defined(__AVX512F__)\n    if (n < 2)");
     expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
+    // sgemm-q6k-cols.patch: Q6_K weights with Q8_K columns go to our q6k-cols.h (any number of columns, llama.cpp's
+    // bits), which sgemm.cpp includes from where the build copies our code.
+    expect(sgemm).toContain('#include "../../../../../addon/svc/q6k-cols.h" // svc-desktop');
+    const q6k = sgemm.slice(sgemm.indexOf("    case GGML_TYPE_Q6_K: {"), sgemm.indexOf("    case GGML_TYPE_Q5_0: {"));
+    expect(q6k).toContain("if (Btype != GGML_TYPE_Q8_K)");
+    expect(q6k).toContain("svc_q6_K_cols(params->ith, params->nth, m, n, k, A, lda, B, ldb, (float *)C, ldc);");
+    expect(existsSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile", "../../../../../addon/svc/q6k-cols.h"))).toBe(true);
+    expect(native("q6k-cols.h")).toContain("static void svc_q6_K_cols(int ith, int nth, int64_t m, int64_t n, int64_t k,");
     // amx-tile-config.patch: the AMX kernels' tile configuration is a constant, not stores on the stack that
     // GCC 12 drops as dead (then the first tile instruction of a quantized matrix product raises SIGILL).
     const mmq = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"), "utf8");
