@@ -194,7 +194,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 256");
     expect(q4kVnni).toContain("_mm512_dpbusd_epi32(");
     expect(q4kVnni).toContain("_mm256_dpbusd_avx_epi32(");
-    expect(q4kVnni).toContain("if (nr < 12) gemm_few_rows(");
+    expect(q4kVnni).toContain("if (nr < 12) gemm_rows(");
     // patch(1) leaves no .orig or .rej files behind in node-llama-cpp's folder.
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
