@@ -220,7 +220,8 @@ static inline void gemm_rows(int64_t nb, float * s, size_t bs, const block_q4_Kx
 
 #if SVC_Q4K_VNNI == 512
 // 12 rows and more (a prompt): two blocks of 8 columns at a time, up to 4 groups of 4 rows sharing each load of
-// the weights. Blocks 0 to x_end (even).
+// the weights. Blocks 0 to x_end (even). Written out rather than with two Block8: their sums then take a
+// cross-lane permute each, not one for both, and prompts ran 6 to 9% slower (bench/q4k-vnni-check.cpp).
 static inline void gemm_many_rows(int64_t nb, float * s, size_t bs, const block_q4_Kx8 * b_ptr_start, const block_q8_Kx4 * a_ptr_start, int nr, int64_t x_end) {
     const __m512i m4b512 = _mm512_set1_epi8(0x0F);
     // Lanes 0,1 of each 128-bit lane of two vectors (a column's sum is in both halves): columns 0-7, then 8-15.
