@@ -9,6 +9,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { CREDIT, serializeError, type FromEngine, type ToEngine } from "./engine-protocol.js";
 import { LlamaEngine } from "./llama-engine.js";
 import { currentGpu } from "./llama-runtime.js";
+import { EventOutbox } from "./event-outbox.js";
 import type { EngineEvent } from "./types.js";
 
 interface ParentPort {
@@ -72,41 +73,10 @@ interface Generation {
 }
 const generations = new Map<number, Generation>();
 
-/**
- * Events leave together: those of one turn of the event loop at once when nothing left in the last
- * FLUSH_MS, otherwise FLUSH_MS after the last message. The server's process then wakes at most about 60
- * times a second for a generation's tokens, not for each: on a machine with as many decode threads as cores,
- * every wake-up takes a core from a decode whose threads spin waiting for each other (thread-policy.ts). No
- * token waits longer than one frame of a 60 Hz screen, and the first of a generation (its start) goes at once.
- */
-const FLUSH_MS = 16;
-let outbox: Array<{ id: number; events: EngineEvent[] }> = [];
-let flushTimer: NodeJS.Timeout | null = null;
-let immediate = false;
-let lastFlush = 0;
-
-function queue(id: number, event: EngineEvent): void {
-  const last = outbox.at(-1);
-  if (last?.id === id) last.events.push(event);
-  else outbox.push({ id, events: [event] });
-  if (flushTimer !== null || immediate) return;
-  const wait = lastFlush + FLUSH_MS - performance.now();
-  if (event.type === "start" || wait <= 0) {
-    immediate = true;
-    setImmediate(flush);
-  } else flushTimer = setTimeout(flush, wait);
-}
-
-function flush(): void {
-  if (flushTimer !== null) clearTimeout(flushTimer);
-  flushTimer = null;
-  immediate = false;
-  if (outbox.length === 0) return;
-  const batches = outbox;
-  outbox = [];
-  lastFlush = performance.now();
-  send({ type: "events", batches });
-}
+// Events go to the server together (event-outbox.ts).
+const outbox = new EventOutbox((batches) => send({ type: "events", batches }));
+const queue = (id: number, event: EngineEvent) => outbox.queue(id, event);
+const flush = () => outbox.flush();
 
 async function generate(id: number, request: Extract<ToEngine, { type: "generate" }>["request"]): Promise<void> {
   const generation: Generation = { abort: new AbortController(), credit: CREDIT, resume: null };

@@ -3,7 +3,7 @@
 //
 // The server sends work (load, generate, count, abort, close); the engine process answers with the loaded
 // model's status, batches of events (those of every generation made since its last message, at most about
-// every 16 ms: engine-child.ts), results and errors, and its log lines. A generation may run ahead of its reader by CREDIT events; the server grants more as it reads, so a
+// every 16 ms: event-outbox.ts), results and errors, and its log lines. A generation may run ahead of its reader by CREDIT events; the server grants more as it reads, so a
 // stalled reader stalls its generation (as a pulled generator did) instead of filling the server's memory.
 import { AppError, type AppErrorKind } from "../core/errors.js";
 import type { LlamaEngineOptions } from "./llama-engine.js";
