@@ -28,13 +28,16 @@ export type EventBatches = Array<{ id: number; events: EngineEvent[] }>;
 export class EventOutbox {
   private outbox: EventBatches = [];
   private timer: NodeJS.Timeout | null = null;
-  private immediate = false;
   private lastFlush = -Infinity;
   /** When a message last carried a burst, and whether the waiting events hold one. */
   private lastBurstFlush = -Infinity;
   private holdsBurst = false;
-  /** This turn's run of one generation's events (reset after the turn). */
-  private burst: { id: number; events: number } | null = null;
+  /**
+   * This turn's events, looked at once as the turn ends (setImmediate): whether one is a start, and the longest
+   * run of one generation's. Deciding then rather than at each event sets no timer for a burst's first event
+   * (a timer cleared again still woke the process once, Node's timer list being re-armed lazily).
+   */
+  private turn: { start: boolean; id: number; run: number; longest: number } | null = null;
 
   constructor(
     private readonly send: (batches: EventBatches) => void,
@@ -45,26 +48,32 @@ export class EventOutbox {
     const last = this.outbox.at(-1);
     if (last?.id === id) last.events.push(event);
     else this.outbox.push({ id, events: [event] });
-    if (this.burst === null) setImmediate(() => (this.burst = null));
-    if (this.burst?.id === id) this.burst.events++;
-    else this.burst = { id, events: 1 };
-    if (this.burst.events >= BURST_EVENTS) this.holdsBurst = true;
-    if (this.immediate) return;
+    if (this.turn === null) {
+      this.turn = { start: false, id, run: 0, longest: 0 };
+      setImmediate(() => this.endTurn());
+    }
+    const turn = this.turn;
+    turn.run = turn.id === id ? turn.run + 1 : 1;
+    turn.id = id;
+    turn.longest = Math.max(turn.longest, turn.run);
+    if (event.type === "start") turn.start = true;
+  }
+
+  private endTurn(): void {
+    const turn = this.turn!;
+    this.turn = null;
+    if (this.outbox.length === 0) return;
+    if (turn.longest >= BURST_EVENTS) this.holdsBurst = true;
     const now = this.now();
     const since = now - this.lastFlush;
-    if (event.type === "start" || since >= FLUSH_MS || (this.holdsBurst && now - this.lastBurstFlush >= BURST_GAP_MS)) {
-      if (this.timer !== null) clearTimeout(this.timer);
-      this.timer = null;
-      this.immediate = true;
-      setImmediate(() => this.flush());
-    } else if (this.timer === null) this.timer = setTimeout(() => this.flush(), FLUSH_MS - since);
+    if (turn.start || since >= FLUSH_MS || (this.holdsBurst && now - this.lastBurstFlush >= BURST_GAP_MS)) this.flush();
+    else if (this.timer === null) this.timer = setTimeout(() => this.flush(), FLUSH_MS - since);
   }
 
   /** Sends what waits now (before a generation's end or failure, which must come after its events). */
   flush(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    this.immediate = false;
     if (this.outbox.length === 0) return;
     const batches = this.outbox;
     this.outbox = [];

@@ -74,11 +74,14 @@ describe("EventOutbox", () => {
     // The run's next batch comes 16 ms after its first token, 2.5 ms after the timer's message: at once (before,
     // it waited 13.5 ms for the next timer, and every batch after it the same).
     vi.advanceTimersByTime(2.5);
+    const timers = vi.spyOn(globalThis, "setTimeout");
     for (let i = 1; i <= 7; i++) box.queue(1, text(`t${i}`));
     const arrived = Date.now();
     endTurn();
     expect(sent).toHaveLength(3);
     expect(sent[2]!.at).toBe(arrived);
+    // No timer was set for it (one set and cleared again still woke the process: Node re-arms lazily).
+    expect(timers).not.toHaveBeenCalled();
     expect(texts(2)).toEqual(["1:t1", "1:t2", "1:t3", "1:t4", "1:t5", "1:t6", "1:t7"]);
     // And the batches after it, every 16 to 18 ms, go at once too.
     for (const gap of [17, 16, 18]) {
@@ -88,6 +91,7 @@ describe("EventOutbox", () => {
       endTurn();
       expect(sent.at(-1)!.at).toBe(at);
     }
+    expect(timers).not.toHaveBeenCalled();
     expect(sent).toHaveLength(6);
   });
 
