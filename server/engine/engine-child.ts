@@ -10,7 +10,6 @@ import { CREDIT, serializeError, type FromEngine, type ToEngine } from "./engine
 import { LlamaEngine } from "./llama-engine.js";
 import { currentGpu } from "./llama-runtime.js";
 import { EventOutbox } from "./event-outbox.js";
-import type { EngineEvent } from "./types.js";
 
 interface ParentPort {
   postMessage(message: unknown): void;
@@ -75,8 +74,6 @@ const generations = new Map<number, Generation>();
 
 // Events go to the server together (event-outbox.ts).
 const outbox = new EventOutbox((batches) => send({ type: "events", batches }));
-const queue = (id: number, event: EngineEvent) => outbox.queue(id, event);
-const flush = () => outbox.flush();
 
 async function generate(id: number, request: Extract<ToEngine, { type: "generate" }>["request"]): Promise<void> {
   const generation: Generation = { abort: new AbortController(), credit: CREDIT, resume: null };
@@ -88,20 +85,20 @@ async function generate(id: number, request: Extract<ToEngine, { type: "generate
     for await (const event of engine.generate(request, generation.abort.signal)) {
       if (crash && sent === 3) {
         // Three events are on their way to the client; the next decode never finishes.
-        flush();
+        outbox.flush();
         if (crash.delayMs > 0) await new Promise((r) => setTimeout(r, crash.delayMs));
         setImmediate(() => crashNow("abort", "abort mid-decode"));
       }
-      queue(id, event);
+      outbox.queue(id, event);
       sent++;
       generation.credit--;
       while (generation.credit <= 0 && !generation.abort.signal.aborted) await new Promise<void>((resolve) => (generation.resume = resolve));
       generation.resume = null;
     }
-    flush();
+    outbox.flush();
     send({ type: "end", id });
   } catch (err) {
-    flush();
+    outbox.flush();
     send({ type: "failed", id, error: serializeError(err) });
   } finally {
     generations.delete(id);
