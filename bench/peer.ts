@@ -5,7 +5,7 @@
 //
 // Usage: npm run bench:peer [-- --model PATH.gguf] [--threads 1,2] [--rounds N] [--tokens N]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--json OUT.json]
-//                             [--busy PERCENT] [--warmup-streams N (default 20)] [--gpu cuda|vulkan]
+//                             [--busy PERCENT] [--warmup-streams N (default 20)] [--single-answers N (default 5)] [--gpu cuda|vulkan]
 //                             [--peer-args="LLAMA-SERVER OPTIONS"] (e.g. "-fa off": llama-server's flash
 //                             attention as ours with an f16 KV cache) [--heads 8|4] (the generated model's
 //                             heads: 64 or 128 values each; docs/performance.md, section 24)
@@ -44,6 +44,13 @@ const { values } = parseArgs({
     only: { type: "string" },
     busy: { type: "string" },
     "warmup-streams": { type: "string", default: "20" },
+    /**
+     * Lone answers per round and server, alternated (ours, llama-server, llama-server, ours, ...). One answer of
+     * 200 tokens lasts half a second here, and two in a row on this shared 2-vCPU machine differ by up to a
+     * third: with one a round, the median of 3 to 5 rounds moved by 0.2 from run to run (docs/performance.md,
+     * section 53).
+     */
+    "single-answers": { type: "string", default: "5" },
     gpu: { type: "string", default: "cpu" },
     /**
      * More llama-server options, space-separated, e.g. "-fa off" (its flash attention is "auto", on for the
@@ -64,6 +71,7 @@ const slots = Number(values.slots);
 const contextSize = Number(values["context-size"]);
 const promptTokens = Number(values["prompt-tokens"]);
 const warmupStreams = Number(values["warmup-streams"]);
+const singleAnswers = Number(values["single-answers"]);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const gpu = gpuOption(values.gpu!, values["llama-server"]);
 const busyPercent = values.busy === undefined ? 0 : Number(values.busy);
@@ -478,12 +486,13 @@ async function measureThreads(binary: string, model: string, threads: number) {
     }
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? [ours, peer] : [peer, ours];
-      for (const t of order) {
-        if (!want("single")) continue;
-        await preroll(t);
-        const r = await singleStream(t);
-        series[t.name].single.push(r.rate);
-        series[t.name].singleCpu.push(r.cpu);
+      for (let answer = 0; want("single") && answer < singleAnswers; answer++) {
+        for (const t of answer % 2 === 0 ? order : [...order].reverse()) {
+          await preroll(t);
+          const r = await singleStream(t);
+          series[t.name].single.push(r.rate);
+          series[t.name].singleCpu.push(r.cpu);
+        }
       }
       for (const t of order) {
         if (!want("concurrent")) continue;
@@ -557,7 +566,7 @@ function report(results: Result[]): string {
     const pt = `${median(r.series.ours.promptTokens)} vs ${median(r.series["llama-server"].promptTokens)}`;
     const pairs = r.series.ours.single.map((x, i) => x / r.series["llama-server"].single[i]!);
     lines.push(
-      `threads ${r.threads}: prompt tokens ${pt}; single-stream ratio per round ${pairs.map((x) => x.toFixed(2)).join(" ")}; load average per round ${r.loads.map((l) => l.split(" ")[0]).join(", ")}`,
+      `threads ${r.threads}: prompt tokens ${pt}; single-stream ratio per pair of answers ${pairs.map((x) => x.toFixed(2)).join(" ")}; load average per round ${r.loads.map((l) => l.split(" ")[0]).join(", ")}`,
     );
     if (r.series.ours.singleCpu.length > 0)
       lines.push(
