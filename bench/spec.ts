@@ -41,7 +41,7 @@
 // draft_n_accepted.
 //
 // Usage: npm run bench:spec [-- --threads 1,2] [--rounds N (3)] [--tokens N (128)] [--sequences N (4)]
-//                             [--workloads echo,tool,edit,norepeat,peer,draft] [--warmup-streams N (1)] [--json OUT.json]
+//                             [--workloads echo,tool,edit,norepeat,peer,draft] [--warmup-streams N (1)] [--single-answers N (3)] [--json OUT.json]
 //                             [--llama-server PATH] [--svc PATH/bin/svc.js] [--peer-spec "LLAMA-SERVER OPTIONS"]
 //                             [--peer-args "MORE LLAMA-SERVER OPTIONS"] [--peer-off] [--no-peer] [--weights f32|q8_0|q4_k_m]
 //                             [--gpu cuda|vulkan]
@@ -70,6 +70,12 @@ const { values } = parseArgs({
     "context-size": { type: "string", default: "4096" },
     workloads: { type: "string", default: "echo,norepeat" },
     "warmup-streams": { type: "string", default: "1" },
+    /**
+     * Lone answers a round from each server, each with its own prompt, the servers' order rotated from one to
+     * the next. A 128-token answer lasts a third of a second here, and one a round left a run's median of the
+     * lone answer 0.74 to 1.11 by the round (docs/performance.md, section 53).
+     */
+    "single-answers": { type: "string", default: "3" },
     "llama-server": { type: "string" },
     svc: { type: "string" },
     json: { type: "string" },
@@ -98,6 +104,7 @@ const tokens = Number(values.tokens);
 const sequences = Number(values.sequences);
 const contextSize = Number(values["context-size"]);
 const warmupStreams = Number(values["warmup-streams"]);
+const singleAnswers = Number(values["single-answers"]);
 const peerSpec = values["peer-spec"]!.split(/\s+/).filter(Boolean);
 const peerArgs = values["peer-args"]!.split(/\s+/).filter(Boolean);
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -438,16 +445,19 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
       // Rotate the order each round: every server takes every place in turn.
       const order = servers.map((_, i) => servers[(i + round) % servers.length]!);
       for (const w of group) {
-        const singleTexts: Partial<Record<ServerName, string[]>> = {};
-        const messages = prompt(w, quoted(w), `request ${round + 1}`, 100 * round + 1);
-        for (const t of order) {
-          await settle();
-          const r = await single(t, messages, bodyOf(w));
-          results[w][t.name]!.single.push(r.rate);
-          results[w][t.name]!.answers.push(r.answer);
-          singleTexts[t.name] = [r.answer.text];
+        for (let answer = 0; answer < singleAnswers; answer++) {
+          const singleTexts: Partial<Record<ServerName, string[]>> = {};
+          const tag = answer === 0 ? `request ${round + 1}` : `request ${round + 1}, answer ${answer + 1}`;
+          const messages = prompt(w, quoted(w), tag, 100 * round + 1 + (answer === 0 ? 0 : 50 + answer));
+          for (const t of order.map((_, i) => order[(i + answer) % order.length]!)) {
+            await settle();
+            const r = await single(t, messages, bodyOf(w));
+            results[w][t.name]!.single.push(r.rate);
+            results[w][t.name]!.answers.push(r.answer);
+            singleTexts[t.name] = [r.answer.text];
+          }
+          check(w, `round ${round + 1}, one stream${answer === 0 ? "" : `, answer ${answer + 1}`}`, singleTexts);
         }
-        check(w, `round ${round + 1}, one stream`, singleTexts);
         const concurrentTexts: Partial<Record<ServerName, string[]>> = {};
         const many = Array.from({ length: sequences }, (_, i) => prompt(w, quoted(w), `request ${round + 1}.${i + 1}`, 100 * round + 10 + i));
         for (const t of order) {
@@ -490,7 +500,7 @@ function report(groups: GroupResult[]): string {
     const cols: Array<[string, ServerName, ServerName]> = [["svc on ÷ off", "svc on", "svc off"]];
     if (!values["no-peer"]) cols.push([`svc on ÷ ${peerName}`, "svc on", "llama"]);
     if (values["peer-off"]) cols.push(["llama-server spec ÷ no spec", "llama", "llama off"]);
-    lines.push(`threads ${threads}: tokens/s, medians of ${rounds} rounds`, "");
+    lines.push(`threads ${threads}: tokens/s, medians of ${rounds} rounds (1 stream: ${rounds * singleAnswers} answers)`, "");
     lines.push(`| Workload | Measure | ${cols.map((c) => c[0]).join(" | ")} |`, `|---|---|${cols.map(() => "---").join("|")}|`);
     for (const w of workloads) {
       lines.push(`| ${WORKLOADS[w]} | 1 stream | ${cols.map(([, a, b]) => ratio(w, "single", a, b)).join(" | ")} |`);
@@ -502,7 +512,7 @@ function report(groups: GroupResult[]): string {
     for (const w of workloads) {
       const perRound = (k: Measure, a: ServerName, b: ServerName) =>
         (series(w, a)?.[k] ?? []).map((x, i) => fmt(x / (series(w, b)?.[k][i] ?? Number.NaN), 2)).join(" ");
-      lines.push(`${WORKLOADS[w]}, per round: ${cols.map(([label, a, b]) => `${label}: 1 stream ${perRound("single", a, b)}, ${sequences} streams ${perRound("concurrent", a, b)}, all answered ${perRound("concurrentAnswered", a, b)}`).join("; ")}`);
+      lines.push(`${WORKLOADS[w]}, per round: ${cols.map(([label, a, b]) => `${label}: 1 stream (each answer) ${perRound("single", a, b)}, ${sequences} streams ${perRound("concurrent", a, b)}, all answered ${perRound("concurrentAnswered", a, b)}`).join("; ")}`);
     }
     // Acceptance, as each server reports it.
     for (const w of workloads) {
