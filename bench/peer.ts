@@ -47,7 +47,7 @@ const { values } = parseArgs({
     /**
      * Lone answers per round and server, alternated (ours, llama-server, llama-server, ours, ...). One answer of
      * 200 tokens lasts half a second here, and two in a row on this shared 2-vCPU machine differ by up to a
-     * third: with one a round, the median of 3 to 5 rounds moved by 0.2 from run to run (docs/performance.md,
+     * half: with one a round, the median of 3 to 5 rounds moved by 0.2 from run to run (docs/performance.md,
      * section 53).
      */
     "single-answers": { type: "string", default: "5" },

@@ -448,7 +448,7 @@ async function measureGroup(binary: string, model: string, group: Workload[], th
         for (let answer = 0; answer < singleAnswers; answer++) {
           const singleTexts: Partial<Record<ServerName, string[]>> = {};
           const tag = answer === 0 ? `request ${round + 1}` : `request ${round + 1}, answer ${answer + 1}`;
-          const messages = prompt(w, quoted(w), tag, 100 * round + 1 + (answer === 0 ? 0 : 50 + answer));
+          const messages = prompt(w, quoted(w), tag, 100 * round + (answer === 0 ? 1 : 50 + answer));
           for (const t of order.map((_, i) => order[(i + answer) % order.length]!)) {
             await settle();
             const r = await single(t, messages, bodyOf(w));
