@@ -75,7 +75,7 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni", "repack-lone-column-split"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
@@ -84,6 +84,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(filesOf("flash-attn-few-queries")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ops.cpp"]);
     expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(filesOf("repack-q4k-vnni")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
+    expect(filesOf("repack-lone-column-split")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/repack.cpp"]);
     expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "q4k-vnni.h", "q6k-cols.h", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own, nor do the
     // calls of our kernels in llama.cpp's (q4k-vnni.h, q6k-cols.h), which are a few lines each.
@@ -142,6 +143,14 @@ describe("node-llama-cpp addon patches", () => {
     expect(sgemm).toContain("case 1: gemv<1>(m); return;");
     expect(sgemm).toContain("#if !defined(__MMA__) && !defined(__AVX__) && !defined(__AVX2__) && !defined(__AVX512F__)\n    if (n < 2)");
     expect(sgemm.split("NOINLINE void gemv(int64_t m) {").length).toBe(3);
+    // Both gemvs give each thread one contiguous share of the rows, no shared chunk counter and no barrier of
+    // their own: one long stream of weights a thread (docs/performance.md, section 54).
+    for (const part of sgemm.split("NOINLINE void gemv(int64_t m) {").slice(1)) {
+      const gemv = part.slice(0, part.indexOf("\n    }\n"));
+      expect(gemv).toMatch(/const int64_t duty = /);
+      expect(gemv).not.toContain("chunk");
+      expect(gemv).not.toContain("ggml_barrier");
+    }
     // sgemm-q6k-cols.patch: Q6_K weights with Q8_K columns go to our q6k-cols.h (any number of columns, llama.cpp's
     // bits), which sgemm.cpp includes from where the build copies our code.
     expect(sgemm).toContain('#include "../../../../../addon/svc/q6k-cols.h" // svc-desktop');
@@ -193,6 +202,11 @@ describe("node-llama-cpp addon patches", () => {
     expect(gemmCall).toBeGreaterThan(q4kGemm.indexOf("int64_t y = 0;"));
     expect(gemmCall).toBeLessThan(q4kGemm.indexOf("#if defined(__AVX512BW__) && defined(__AVX512DQ__)"));
     expect(gemmCall).toBeLessThan(q4kGemm.indexOf("for (; y < anr / 4; y += 4) {"));
+    // repack-lone-column-split.patch: llama.cpp's products of repacked weights give each thread one contiguous share
+    // of the weights for a lone token (four chunks a thread from the shared counter for more).
+    const repackCpu = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/repack.cpp"), "utf8");
+    expect(repackCpu).toContain("int     nth_scaled  = ne11 == 1 ? nth : nth * 4;");
+    expect(repackCpu.split("nth_scaled  =").length).toBe(2);
     const q4kVnni = native("q4k-vnni.h");
     expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 512");
     expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 256");
@@ -203,7 +217,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx"))).toEqual(["mmq.cpp"]);
-    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "arch", "llamafile", "ops.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "arch", "llamafile", "ops.cpp", "repack.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86"))).toEqual(["repack.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
