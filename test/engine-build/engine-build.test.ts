@@ -25,9 +25,11 @@ import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcSe
 const hadBuild = (await findEngineBuilds()).some((b) => b.current);
 const hadBuildsFolder = existsSync(localBuildsDirectory());
 const servers: SvcServer[] = [];
+const modelDirs: string[] = [];
 
 afterAll(async () => {
   removeLlamaCppBundleClone();
+  for (const dir of modelDirs) rmSync(dir, { recursive: true, force: true });
   await Promise.all(servers.map((s) => s.stop()));
   // Leave a developer's own build where it was.
   if (!hadBuild) runSvc(["engine", "remove"]);
@@ -97,6 +99,7 @@ function logitsInvariance(): { build: string } & Record<string, unknown> {
 /** The tiny model with Q8_0 layer matrices, written once to a temporary folder. */
 function tinyQ8Model(): string {
   const dir = mkdtempSync(join(tmpdir(), "svc-q8-model-"));
+  modelDirs.push(dir);
   const path = join(dir, "tiny-q8_0.gguf");
   writeFileSync(path, buildTinyModel({ blockWeights: "q8_0" }));
   return path;
