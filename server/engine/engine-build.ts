@@ -47,17 +47,18 @@ import { getLlama, LlamaLogLevel, NoBinaryFoundError, type Llama, type LlamaOpti
 import { packageRoot } from "../core/version.js";
 
 /**
- * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and seven to the llama.cpp it
+ * Our patches to node-llama-cpp's source (the hooks for our C++ in its addon, and eight to the llama.cpp it
  * ships: sgemm-few-columns and flash-attn-few-queries, speed-ups that also give a token the same sums in a step
  * of any shape; sgemm-q6k-cols, the call of our products of Q6_K weights with a step's tokens (q6k-cols.h, the
  * same bits as llama.cpp's, 1.2 to 2.6 times as fast); repack-gemv-order, the same sums for a lone token of Q4_K
  * and Q2_K weights as for several; repack-q4k-vnni, the products of Q4_K weights with tokens about twice as fast
  * on CPUs with AVX512-VNNI or AVX-VNNI, with the same sums; repack-lone-column-split, one contiguous share of
- * repacked weights a thread for a lone token; amx-tile-config, a fix without which GCC 12 and later
+ * repacked weights a thread for a lone token, and mul-mat-lone-column-split the same in llama.cpp's generic
+ * product (Q5_K, Q3_K and other types without code of ours); amx-tile-config, a fix without which GCC 12 and later
  * build AMX kernels that crash on their first tile instruction), in the order they apply
  * (resources/engine-patches/NAME.patch).
  */
-export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni", "repack-lone-column-split"]);
+export const ADDON_PATCHES: readonly string[] = Object.freeze(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni", "repack-lone-column-split", "mul-mat-lone-column-split"]);
 
 /** The patch of ADDON_PATCHES that adds our C++'s hooks to node-llama-cpp's addon (all an addon build needs). */
 export const ADDON_HOOKS_PATCH = "addon-hooks";

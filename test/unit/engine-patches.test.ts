@@ -75,7 +75,7 @@ function addonCopy(): { dir: string; files: string[] } {
 
 describe("node-llama-cpp addon patches", () => {
   it("name the files they change; our code is in files of our own", () => {
-    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni", "repack-lone-column-split"]);
+    expect(ADDON_PATCHES).toEqual(["addon-hooks", "sgemm-few-columns", "sgemm-q6k-cols", "amx-tile-config", "flash-attn-few-queries", "repack-gemv-order", "repack-q4k-vnni", "repack-lone-column-split", "mul-mat-lone-column-split"]);
     const filesOf = (name: string) => patchedFiles(readFileSync(join(enginePatchesDirectory(), `${name}.patch`), "utf8")).sort();
     expect(filesOf("addon-hooks")).toEqual(["llama/addon/AddonContext.cpp", "llama/addon/AddonContext.h"]);
     expect(filesOf("sgemm-few-columns")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp"]);
@@ -85,6 +85,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(filesOf("repack-gemv-order")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(filesOf("repack-q4k-vnni")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/arch/x86/repack.cpp"]);
     expect(filesOf("repack-lone-column-split")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/repack.cpp"]);
+    expect(filesOf("mul-mat-lone-column-split")).toEqual(["llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c"]);
     expect(nativeSourceFiles()).toEqual(["context-job.h", "draft-rounds.cpp", "q4k-vnni.h", "q6k-cols.h", "solo-loop.cpp", "step-sampling.cpp", "svc-context.h", "threadpool.cpp"]);
     // The hooks are declarations and call sites: the addon patch adds no function bodies of its own, nor do the
     // calls of our kernels in llama.cpp's (q4k-vnni.h, q6k-cols.h), which are a few lines each.
@@ -207,6 +208,9 @@ describe("node-llama-cpp addon patches", () => {
     const repackCpu = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/repack.cpp"), "utf8");
     expect(repackCpu).toContain("int     nth_scaled  = ne11 == 1 ? nth : nth * 4;");
     expect(repackCpu.split("nth_scaled  =").length).toBe(2);
+    // mul-mat-lone-column-split.patch: and llama.cpp's generic product (types without code of ours) likewise.
+    const ggmlCpu = readFileSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c"), "utf8");
+    expect(ggmlCpu).toContain("if (nchunk0 * nchunk1 < nth * 4 || ggml_is_numa() || nr1 == 1) {");
     const q4kVnni = native("q4k-vnni.h");
     expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 512");
     expect(q4kVnni).toContain("#define SVC_Q4K_VNNI 256");
@@ -217,7 +221,7 @@ describe("node-llama-cpp addon patches", () => {
     expect(readdirSync(join(dir, "llama/addon")).sort()).toEqual(["AddonContext.cpp", "AddonContext.h", "svc"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/llamafile"))).toEqual(["sgemm.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/amx"))).toEqual(["mmq.cpp"]);
-    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "arch", "llamafile", "ops.cpp", "repack.cpp"]);
+    expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu")).sort()).toEqual(["amx", "arch", "ggml-cpu.c", "llamafile", "ops.cpp", "repack.cpp"]);
     expect(readdirSync(join(dir, "llama/llama.cpp/ggml/src/ggml-cpu/arch/x86"))).toEqual(["repack.cpp"]);
     restore();
     files.forEach((f, i) => expect(readFileSync(join(dir, f)).equals(before[i]!)).toBe(true));
