@@ -4,8 +4,7 @@
 // running beside it on the new binaries): `npm run test:engine-build`, which CI runs after `npm test`.
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { buildTinyModel } from "../../resources/test-model/tiny-model.js";
 import { prebuiltBinaries } from "../../server/engine/engine-addon-build.js";
@@ -25,11 +24,9 @@ import { createKey, ROOT, runSvc, runSvcAsync, startSvc, tempDataDir, type SvcSe
 const hadBuild = (await findEngineBuilds()).some((b) => b.current);
 const hadBuildsFolder = existsSync(localBuildsDirectory());
 const servers: SvcServer[] = [];
-const modelDirs: string[] = [];
 
 afterAll(async () => {
   removeLlamaCppBundleClone();
-  for (const dir of modelDirs) rmSync(dir, { recursive: true, force: true });
   await Promise.all(servers.map((s) => s.stop()));
   // Leave a developer's own build where it was.
   if (!hadBuild) runSvc(["engine", "remove"]);
@@ -96,11 +93,9 @@ function logitsInvariance(): { build: string } & Record<string, unknown> {
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as { build: string } & Record<string, unknown>;
 }
 
-/** The tiny model with Q8_0 layer matrices, written once to a temporary folder. */
+/** The tiny model with Q8_0 layer matrices, written once to a temporary folder (removed with the data dirs). */
 function tinyQ8Model(): string {
-  const dir = mkdtempSync(join(tmpdir(), "svc-q8-model-"));
-  modelDirs.push(dir);
-  const path = join(dir, "tiny-q8_0.gguf");
+  const path = join(tempDataDir(), "tiny-q8_0.gguf");
   writeFileSync(path, buildTinyModel({ blockWeights: "q8_0" }));
   return path;
 }
